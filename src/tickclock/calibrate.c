@@ -1,0 +1,80 @@
+/* tickclock — calibrating a counter against CLOCK_MONOTONIC_RAW.
+ *
+ * A sample is a bracket (c0, ns, c1): two ordered counter reads around one
+ * clock read. The counter value at the clock's instant lies in [c0, c1];
+ * we keep the tightest of several brackets (an interrupt or a vCPU
+ * preemption inside a bracket only widens it) and use its midpoint, so the
+ * tick error at each end is at most half its width. Over an interval of
+ * D ticks and N ns the frequency's error bound is therefore
+ *   ((w_start + w_end) / 2) / D  +  2 ns / N      (clock granularity)
+ * which is what uncertainty_ppm reports.
+ */
+#include "internal.h"
+
+#include <time.h>
+
+#define TICKCLOCK__CAL_TRIES 16
+
+typedef struct tickclock__bracket {
+  uint64_t mid, ns, width;
+} tickclock__bracket;
+
+static tickclock__bracket tickclock__sample(uint64_t (*rd)(void)) {
+  tickclock__bracket best;
+  int i;
+  best.width = UINT64_MAX;
+  best.mid = best.ns = 0;
+  for (i = 0; i < TICKCLOCK__CAL_TRIES; i++) {
+    uint64_t c0 = rd();
+    uint64_t ns = tickclock__os_now_raw();
+    uint64_t c1 = rd();
+    if (c1 < c0) continue; /* went backwards: not a bracket */
+    if (c1 - c0 < best.width) {
+      best.width = c1 - c0;
+      best.mid = c0 + (c1 - c0) / 2;
+      best.ns = ns;
+    }
+  }
+  return best;
+}
+
+static void tickclock__sleep_ns(uint64_t ns) {
+  struct timespec req;
+  req.tv_sec = (time_t)(ns / UINT64_C(1000000000));
+  req.tv_nsec = (long)(ns % UINT64_C(1000000000));
+  nanosleep(&req, NULL);
+}
+
+int tickclock__calibrate(uint64_t (*rd)(void), uint32_t ms, tickclock_calibration *out) {
+  tickclock__bracket a, b;
+  uint64_t target, now;
+  double d_ticks, d_ns;
+  if (ms == 0) ms = 20;
+  if (ms > 1000) ms = 1000;
+  out->ok = 0;
+  a = tickclock__sample(rd);
+  target = a.ns + (uint64_t)ms * UINT64_C(1000000);
+  /* sleep most of the interval, spin the last 300 us */
+  now = tickclock__os_now_raw();
+  if (target > now + UINT64_C(300000)) tickclock__sleep_ns(target - now - UINT64_C(300000));
+  while (tickclock__os_now_raw() < target) {
+  }
+  b = tickclock__sample(rd);
+  out->bracket_start = a.width;
+  out->bracket_end = b.width;
+  out->ticks = b.mid - a.mid;
+  out->ns = b.ns - a.ns;
+  if (a.width == UINT64_MAX || b.width == UINT64_MAX || b.mid <= a.mid || b.ns <= a.ns) {
+    /* mark "attempted" even when it failed */
+    if (out->ticks == 0 && out->ns == 0) out->ns = 1;
+    return 0;
+  }
+  d_ticks = (double)out->ticks;
+  d_ns = (double)out->ns;
+  tickclock__ratio_hz(out->ticks, out->ns, &out->hz_num, &out->hz_den);
+  out->hz = (double)out->hz_num / (double)out->hz_den;
+  out->uncertainty_ppm =
+      ((((double)a.width + (double)b.width) / 2.0) / d_ticks + 2.0 / d_ns) * 1e6;
+  out->ok = 1;
+  return 1;
+}

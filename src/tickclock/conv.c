@@ -1,0 +1,108 @@
+/* tickclock — building the fixed-point conversion (not on the hot path).
+ *
+ * ns per tick  = 1e9 * den / num = ns_int + ns_frac / 2^64
+ * ticks per ns = num / (1e9 * den) = tk_int + tk_frac / 2^64
+ * Fractions are rounded UP. With s the exact scale and F' >= F the stored
+ * fraction (F' - F < 1), the hot path returns
+ *   t*ns_int + floor(t*F'/2^64) = floor(t*s + t*(F'-F)/2^64)
+ * and 0 <= t*(F'-F)/2^64 < 1, so the result is floor(t*s) or one more, and
+ * exactly t*s whenever that is an integer (1 s of a 24 MHz crystal is
+ * exactly 1e9 ns). Rounding down would instead turn every exact result
+ * into one less.
+ */
+#include "internal.h"
+
+/* floor((hi*2^64 + lo) / d) for hi < d; remainder in *rem. Restoring
+ * division, one quotient bit per step: init-time only, and portable to
+ * targets without a 128-bit divide. */
+static uint64_t tickclock__div128(uint64_t hi, uint64_t lo, uint64_t d, uint64_t *rem) {
+  uint64_t q = 0;
+  int i;
+  for (i = 0; i < 64; i++) {
+    uint64_t carry = hi >> 63;
+    hi = (hi << 1) | (lo >> 63);
+    lo <<= 1;
+    q <<= 1;
+    if (carry || hi >= d) {
+      hi -= d; /* wraps correctly when carry is set */
+      q |= 1;
+    }
+  }
+  *rem = hi;
+  return q;
+}
+
+static uint64_t tickclock__gcd(uint64_t a, uint64_t b) {
+  while (b) {
+    uint64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* n / d as integer part and rounded-up 64-bit fraction; n = n_hi:n_lo.
+ * Returns 0 if the integer part does not fit in 64 bits. */
+static int tickclock__fixed(uint64_t n_hi, uint64_t n_lo, uint64_t d, uint64_t *ip,
+                            uint64_t *fp) {
+  uint64_t rem, frac_rem;
+  if (n_hi >= d) return 0;
+  *ip = tickclock__div128(n_hi, n_lo, d, &rem);
+  *fp = tickclock__div128(rem, 0, d, &frac_rem);
+  if (frac_rem != 0) *fp += 1; /* cannot wrap: rem < d implies fp < 2^64 - 1 */
+  return 1;
+}
+
+int tickclock_conv_init(tickclock_conv *c, uint64_t hz_num, uint64_t hz_den) {
+  const uint64_t giga = UINT64_C(1000000000);
+  uint64_t g, num, den, ns_hi, ns_lo, d1e9_lo, d1e9_hi;
+  tickclock_conv out;
+  if (c == NULL || hz_num == 0 || hz_den == 0) return TICKCLOCK_EINVAL;
+  g = tickclock__gcd(hz_num, hz_den);
+  num = hz_num / g;
+  den = hz_den / g;
+  /* 1 Hz <= f <= 1 THz */
+  if (num < den) return TICKCLOCK_EINVAL;
+  if (num / den > UINT64_C(1000000000000) ||
+      (num / den == UINT64_C(1000000000000) && num % den != 0))
+    return TICKCLOCK_EINVAL;
+  /* ticks per ns divides by 1e9*den, which must fit in 64 bits */
+  d1e9_hi = tickclock__mul64(den, giga, &d1e9_lo);
+  if (d1e9_hi != 0) return TICKCLOCK_EINVAL;
+  out.hz_num = num;
+  out.hz_den = den;
+  ns_hi = d1e9_hi;
+  ns_lo = d1e9_lo;
+  if (!tickclock__fixed(ns_hi, ns_lo, num, &out.ns_int, &out.ns_frac)) return TICKCLOCK_EINVAL;
+  if (!tickclock__fixed(0, num, d1e9_lo, &out.tk_int, &out.tk_frac)) return TICKCLOCK_EINVAL;
+  *c = out;
+  return TICKCLOCK_OK;
+}
+
+/* ticks*1e9/ns as a reduced rational (for calibration results); if the
+ * exact numerator does not fit, both sides are shifted down, which costs
+ * far less than the measurement's own uncertainty (< 1e-9 relative). */
+void tickclock__ratio_hz(uint64_t ticks, uint64_t ns, uint64_t *num, uint64_t *den) {
+  const uint64_t giga = UINT64_C(1000000000);
+  uint64_t g, a, b, g2, scale, hi, lo;
+  if (ns == 0) {
+    *num = 0;
+    *den = 1;
+    return;
+  }
+  g = tickclock__gcd(ticks, ns);
+  a = g ? ticks / g : 0;
+  b = g ? ns / g : ns;
+  g2 = tickclock__gcd(giga, b);
+  scale = giga / g2;
+  b /= g2;
+  hi = tickclock__mul64(a, scale, &lo);
+  while (hi != 0) { /* shift numerator and denominator together */
+    lo = (lo >> 1) | (hi << 63);
+    hi >>= 1;
+    b >>= 1;
+  }
+  if (b == 0) b = 1;
+  *num = lo;
+  *den = b;
+}

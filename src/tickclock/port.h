@@ -1,0 +1,106 @@
+/* tickclock — compiler and platform shims (internal).
+ *
+ * Everything here is in the common subset of C99 and C++11. Each shim is
+ * chosen by feature detection (__has_builtin, __SIZEOF_INT128__, _MSC_VER),
+ * never by compiler version numbers.
+ */
+#ifndef TICKCLOCK_PORT_H
+#define TICKCLOCK_PORT_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#if defined(_MSC_VER) && !defined(__cplusplus)
+#define TICKCLOCK__INLINE static __inline
+#else
+#define TICKCLOCK__INLINE static inline
+#endif
+
+#if defined(__has_builtin)
+#define TICKCLOCK__HAS_BUILTIN(x) __has_builtin(x)
+#else
+#define TICKCLOCK__HAS_BUILTIN(x) 0
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define TICKCLOCK__LIKELY(x) __builtin_expect(!!(x), 1)
+#define TICKCLOCK__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TICKCLOCK__NOINLINE __attribute__((noinline))
+#define TICKCLOCK__EXTENSION __extension__
+#else
+#define TICKCLOCK__LIKELY(x) (x)
+#define TICKCLOCK__UNLIKELY(x) (x)
+#define TICKCLOCK__NOINLINE __declspec(noinline)
+#define TICKCLOCK__EXTENSION
+#endif
+
+/* ---- 64x64 -> 128-bit unsigned multiply ------------------------------
+ * Three paths: the compiler's unsigned __int128 (gcc/clang on 64-bit
+ * targets), MSVC's _umul128 on x64, and a portable 32-bit-halves product
+ * for everything else (i686, armv7, mips o32, MSVC x86). Define
+ * TICKCLOCK_NO_INT128 to force the portable path (the tests do, to check
+ * that it gives identical results). */
+#if defined(__SIZEOF_INT128__) && !defined(TICKCLOCK_NO_INT128)
+#define TICKCLOCK__HAVE_INT128 1
+TICKCLOCK__EXTENSION typedef unsigned __int128 tickclock__u128;
+#elif defined(_MSC_VER) && defined(_M_X64) && !defined(TICKCLOCK_NO_INT128)
+#include <intrin.h>
+#define TICKCLOCK__HAVE_UMUL128 1
+#endif
+
+/* Returns the high 64 bits of a*b and stores the low 64 bits in *lo. */
+TICKCLOCK__INLINE uint64_t tickclock__mul64(uint64_t a, uint64_t b, uint64_t *lo) {
+#if defined(TICKCLOCK__HAVE_INT128)
+  tickclock__u128 p = (tickclock__u128)a * b;
+  *lo = (uint64_t)p;
+  return (uint64_t)(p >> 64);
+#elif defined(TICKCLOCK__HAVE_UMUL128)
+  uint64_t hi;
+  *lo = _umul128(a, b, &hi);
+  return hi;
+#else
+  uint64_t a_lo = (uint32_t)a, a_hi = a >> 32;
+  uint64_t b_lo = (uint32_t)b, b_hi = b >> 32;
+  uint64_t ll = a_lo * b_lo;
+  uint64_t lh = a_lo * b_hi;
+  uint64_t hl = a_hi * b_lo;
+  uint64_t hh = a_hi * b_hi;
+  /* middle column: three terms below 2^32 each, so no overflow */
+  uint64_t mid = (ll >> 32) + (uint32_t)lh + (uint32_t)hl;
+  *lo = (mid << 32) | (uint32_t)ll;
+  return hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
+#endif
+}
+
+/* ---- atomics -----------------------------------------------------------
+ * The GNU __atomic builtins exist in gcc and clang in both C and C++ modes;
+ * MSVC gets volatile accesses, which it compiles with acquire/release
+ * semantics on x86/x64 (/volatile:ms, the default there). */
+#if defined(__GNUC__) || defined(__clang__)
+#define TICKCLOCK__LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define TICKCLOCK__LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define TICKCLOCK__STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define TICKCLOCK__CAS_INT(p, expected, desired) \
+  tickclock__cas_int((p), (expected), (desired))
+TICKCLOCK__INLINE int tickclock__cas_int(int *p, int expected, int desired) {
+  return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE);
+}
+#elif defined(_MSC_VER)
+#include <intrin.h>
+/* The shared globals are declared volatile (TICKCLOCK__SHARED) under MSVC. */
+#define TICKCLOCK__LOAD_RELAXED(p) (*(p))
+#define TICKCLOCK__LOAD_ACQUIRE(p) (*(p))
+#define TICKCLOCK__STORE_RELEASE(p, v) (*(p) = (v))
+#define TICKCLOCK__CAS_INT(p, expected, desired) \
+  (_InterlockedCompareExchange((volatile long *)(p), (long)(desired), (long)(expected)) == (long)(expected))
+#define TICKCLOCK__SHARED volatile
+#else
+#error "tickclock: no atomic primitives for this compiler"
+#endif
+
+#ifndef TICKCLOCK__SHARED
+#define TICKCLOCK__SHARED
+#endif
+
+#endif /* TICKCLOCK_PORT_H */

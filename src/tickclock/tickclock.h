@@ -1,0 +1,252 @@
+/* tickclock — a verified, low-overhead clock for short intervals.
+ *
+ * The only header users include. C99 / C++11 common subset, libc only.
+ *
+ *   uint64_t t0 = tickclock_now();
+ *   work();
+ *   int64_t ns = tickclock_delta_ns(t0, tickclock_now());
+ *
+ * tickclock_now() reads the CPU's counter where it is trustworthy (the TSC
+ * on x86 with invariant-TSC and the kernel's blessing) and the OS clock
+ * (CLOCK_MONOTONIC) everywhere else; with the OS clock, ticks are
+ * nanoseconds. tickclock_info_get() says what was chosen and why.
+ *
+ * Vendoring: the amalgamated single header (bazel build //:single_header)
+ * holds everything; `#define TICKCLOCK_IMPLEMENTATION` before including it
+ * in exactly one .c/.cc file, first thing in that file.
+ */
+#ifndef TICKCLOCK_H
+#define TICKCLOCK_H
+
+/* The implementation needs POSIX/GNU declarations (clock_gettime,
+ * secure_getenv, prctl); the file that defines TICKCLOCK_IMPLEMENTATION
+ * includes this header first, so this is early enough. */
+#if defined(TICKCLOCK_IMPLEMENTATION) && !defined(_GNU_SOURCE) && !defined(_WIN32)
+#define _GNU_SOURCE 1
+#endif
+
+#include <stdint.h>
+#include "port.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TICKCLOCK_VERSION_MAJOR 0
+#define TICKCLOCK_VERSION_MINOR 1
+#define TICKCLOCK_VERSION_PATCH 0
+
+/* ---- sources --------------------------------------------------------- */
+typedef enum tickclock_source {
+  TICKCLOCK_SOURCE_AUTO = 0,     /* in a config: decide automatically */
+  TICKCLOCK_SOURCE_SYSTEM = 1,   /* clock_gettime(CLOCK_MONOTONIC); ticks = ns */
+  TICKCLOCK_SOURCE_TSC = 2,      /* x86 time-stamp counter */
+  TICKCLOCK_SOURCE_CNTVCT = 3,   /* AArch64 virtual counter */
+  TICKCLOCK_SOURCE_TIMEBASE = 4, /* POWER timebase */
+  TICKCLOCK_SOURCE_TOD = 5,      /* s390x TOD clock */
+  TICKCLOCK_SOURCE_RDTIME = 6,   /* RISC-V time CSR */
+  TICKCLOCK_SOURCE_QPC = 7,      /* Windows QueryPerformanceCounter */
+  TICKCLOCK_SOURCE_COUNT_ = 8
+} tickclock_source;
+
+/* How the counter frequency was found. */
+typedef enum tickclock_freq_method {
+  TICKCLOCK_FREQ_NONE = 0,        /* not known */
+  TICKCLOCK_FREQ_IDENTITY = 1,    /* the source counts nanoseconds */
+  TICKCLOCK_FREQ_CALIBRATED = 2,  /* measured against CLOCK_MONOTONIC_RAW */
+  TICKCLOCK_FREQ_CPUID_15H = 3,   /* CPUID leaf 0x15 (ratio x crystal) */
+  TICKCLOCK_FREQ_CPUID_16H = 4,   /* CPUID leaf 0x16 base frequency */
+  TICKCLOCK_FREQ_HYPERVISOR = 5,  /* hypervisor timing leaf */
+  TICKCLOCK_FREQ_PERF_PAGE = 6,   /* perf_event mmap page time_mult/shift */
+  TICKCLOCK_FREQ_ARCH_REGISTER = 7, /* architectural (CNTFRQ_EL0, TOD) */
+  TICKCLOCK_FREQ_OS = 8,          /* OS-reported (QPF, device tree, cpuinfo) */
+  TICKCLOCK_FREQ_CONFIG = 9,      /* given in tickclock_config */
+  TICKCLOCK_FREQ_METHOD_COUNT_ = 10
+} tickclock_freq_method;
+
+/* Return codes. */
+#define TICKCLOCK_OK 0
+#define TICKCLOCK_EINVAL (-1)      /* invalid argument */
+#define TICKCLOCK_EUNAVAILABLE (-2) /* forced source unusable; auto choice kept */
+
+/* ---- conversion ---------------------------------------------------------
+ * A frequency f = hz_num / hz_den Hz is turned into a 64.64 fixed-point
+ * scale (integer part + 64-bit fraction, the fraction rounded up) in each
+ * direction. Contract for f in [1 kHz, 100 GHz] and every 64-bit input:
+ *   floor(t*1e9/f) <= ticks_to_ns(t) <= floor(t*1e9/f) + 1,
+ * exact whenever t*1e9/f is an integer, never decreasing in t, saturating
+ * at UINT64_MAX; two multiplies, no division, no branch on the magnitude.
+ * delta_to_ns(d) is within 1 of trunc(d*1e9/f), saturates at
+ * INT64_MIN/INT64_MAX, and delta(-d) == -delta(d) wherever neither side
+ * saturates. Complete type: keep one on the stack. */
+typedef struct tickclock_conv {
+  uint64_t hz_num, hz_den; /* the frequency, reduced */
+  uint64_t ns_int;         /* ns per tick, integer part */
+  uint64_t ns_frac;        /* ns per tick, fraction * 2^64, rounded up */
+  uint64_t tk_int;         /* ticks per ns, integer part */
+  uint64_t tk_frac;        /* ticks per ns, fraction * 2^64, rounded up */
+} tickclock_conv;
+
+/* Accepts 1 Hz <= f <= 1 THz with hz_den <= 18446744073 after reduction;
+ * otherwise returns TICKCLOCK_EINVAL and leaves *c untouched. */
+int tickclock_conv_init(tickclock_conv *c, uint64_t hz_num, uint64_t hz_den);
+
+/* t * (i + f/2^64), saturating. */
+TICKCLOCK__INLINE uint64_t tickclock__scale(uint64_t t, uint64_t i, uint64_t f) {
+  uint64_t frac_lo, int_lo, sum;
+  uint64_t frac_hi = tickclock__mul64(t, f, &frac_lo);
+  uint64_t int_hi = tickclock__mul64(t, i, &int_lo);
+  sum = int_lo + frac_hi;
+  /* overflow if the integer product spilled or the sum carried */
+  return (int_hi | (uint64_t)(sum < int_lo)) ? UINT64_MAX : sum;
+}
+
+TICKCLOCK__INLINE uint64_t tickclock_conv_ticks_to_ns(const tickclock_conv *c,
+                                                      uint64_t ticks) {
+  return tickclock__scale(ticks, c->ns_int, c->ns_frac);
+}
+
+TICKCLOCK__INLINE uint64_t tickclock_conv_ns_to_ticks(const tickclock_conv *c,
+                                                      uint64_t ns) {
+  return tickclock__scale(ns, c->tk_int, c->tk_frac);
+}
+
+/* Signed: magnitude through the unsigned path, so delta(-d) == -delta(d). */
+TICKCLOCK__INLINE int64_t tickclock__signed_ns(uint64_t mag_ns, int negative) {
+  if (negative)
+    return mag_ns >= (UINT64_C(1) << 63) ? INT64_MIN : -(int64_t)mag_ns;
+  return mag_ns > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)mag_ns;
+}
+
+TICKCLOCK__INLINE int64_t tickclock_conv_delta_to_ns(const tickclock_conv *c,
+                                                     int64_t dticks) {
+  int neg = dticks < 0;
+  /* |INT64_MIN| = 2^63 is representable as uint64_t */
+  uint64_t mag = neg ? (uint64_t)0 - (uint64_t)dticks : (uint64_t)dticks;
+  return tickclock__signed_ns(tickclock_conv_ticks_to_ns(c, mag), neg);
+}
+
+/* ---- configuration and provenance ----------------------------------- */
+typedef struct tickclock_config {
+  int source;                /* tickclock_source; AUTO = decide */
+  uint32_t calibration_ms;   /* 0 = default (20 ms); at most 1000 */
+  uint32_t flags;            /* reserved, 0 */
+} tickclock_config;
+
+#define TICKCLOCK_MAX_CANDIDATES 8
+#define TICKCLOCK_REASON_LEN 192
+
+typedef struct tickclock_candidate {
+  int source;        /* tickclock_source */
+  const char *name;  /* "tsc", "system", ... */
+  int usable;        /* 1 if it passed every check */
+  int chosen;        /* 1 for the source in use */
+  double read_ns;    /* measured cost of one read, 0 if not measured */
+  char reason[TICKCLOCK_REASON_LEN]; /* why usable / refused */
+} tickclock_candidate;
+
+typedef struct tickclock_info {
+  int source;               /* tickclock_source in use */
+  const char *source_name;
+  uint64_t hz_num, hz_den;  /* frequency as a rational (Hz) */
+  double hz;                /* hz_num / hz_den */
+  int freq_method;          /* tickclock_freq_method */
+  const char *freq_method_name;
+  double uncertainty_ppm;   /* of the frequency; 0 when exact */
+  double resolution_ns;     /* granularity of one tick, ns */
+  int forced;               /* 0 automatic, 1 tickclock_config, 2 TICKCLOCK_SOURCE */
+  int request_refused;      /* a forced source was unusable; automatic choice made */
+  char why[TICKCLOCK_REASON_LEN];       /* one line: why this source */
+  char env_error[TICKCLOCK_REASON_LEN]; /* bad TICKCLOCK_SOURCE, or "" */
+  unsigned n_candidates;
+  tickclock_candidate candidates[TICKCLOCK_MAX_CANDIDATES];
+  tickclock_conv conv;      /* ticks <-> ns for this source */
+} tickclock_info;
+
+const char *tickclock_source_name(int source);
+const char *tickclock_freq_method_name(int method);
+/* "tsc" -> TICKCLOCK_SOURCE_TSC, "auto" -> AUTO; -1 if unknown. */
+int tickclock_source_from_name(const char *name);
+
+/* Optional: choose (or force) the source. NULL = automatic. Thread-safe;
+ * re-initialising switches the unit of later readings, so readings taken
+ * before must not be compared with readings taken after. Returns
+ * TICKCLOCK_OK, TICKCLOCK_EINVAL (bad config, nothing changed) or
+ * TICKCLOCK_EUNAVAILABLE (forced source unusable; automatic choice made). */
+int tickclock_init(const tickclock_config *cfg);
+
+/* Provenance of the current choice; initialises on first use. The pointer
+ * stays valid for the life of the process (it is overwritten only after 16
+ * further tickclock_init calls). */
+const tickclock_info *tickclock_info_get(void);
+
+/* ---- internal state behind the inline read path ------------------------
+ * tickclock__g_source is 0 until initialisation completes, then the source
+ * in use; it is the only thing the hot path loads. tickclock__g_state
+ * points at the immutable state (conversion, provenance) and is published
+ * with release ordering before tickclock__g_source. */
+extern TICKCLOCK__SHARED int tickclock__g_source;
+extern const tickclock_info *TICKCLOCK__SHARED tickclock__g_state;
+uint64_t tickclock__now_slow(void);
+uint64_t tickclock__now_ordered_slow(void);
+const tickclock_info *tickclock__state_slow(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+/* ---- the counter read for this ISA (one header per ISA) ---------------- */
+#if (defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)) && \
+    !defined(TICKCLOCK_NO_ARCH_COUNTER)
+#include "arch/x86.h"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Fastest read. May be reordered with surrounding instructions. */
+TICKCLOCK__INLINE uint64_t tickclock_now(void) {
+#if defined(TICKCLOCK__ARCH_COUNTER)
+  if (TICKCLOCK__LIKELY(TICKCLOCK__LOAD_RELAXED(&tickclock__g_source) == TICKCLOCK__ARCH_COUNTER))
+    return tickclock__arch_read();
+#endif
+  return tickclock__now_slow();
+}
+
+/* Not executed before earlier loads have completed (see arch/ for each
+ * ISA's instruction sequence). */
+TICKCLOCK__INLINE uint64_t tickclock_now_ordered(void) {
+#if defined(TICKCLOCK__ARCH_COUNTER)
+  if (TICKCLOCK__LIKELY(TICKCLOCK__LOAD_RELAXED(&tickclock__g_source) == TICKCLOCK__ARCH_COUNTER))
+    return tickclock__arch_read_ordered();
+#endif
+  return tickclock__now_ordered_slow();
+}
+
+TICKCLOCK__INLINE const tickclock_info *tickclock__state(void) {
+  const tickclock_info *s = TICKCLOCK__LOAD_ACQUIRE(&tickclock__g_state);
+  if (TICKCLOCK__UNLIKELY(s == NULL)) s = tickclock__state_slow();
+  return s;
+}
+
+/* Absolute ticks (a tickclock_now() value) -> ns. Identity for the OS clock. */
+TICKCLOCK__INLINE uint64_t tickclock_to_ns(uint64_t ticks) {
+  const tickclock_info *s = tickclock__state();
+  if (s->source == TICKCLOCK_SOURCE_SYSTEM) return ticks;
+  return tickclock_conv_ticks_to_ns(&s->conv, ticks);
+}
+
+/* end - start in ns, signed (end may precede start). */
+TICKCLOCK__INLINE int64_t tickclock_delta_ns(uint64_t start, uint64_t end) {
+  const tickclock_info *s = tickclock__state();
+  int64_t d = (int64_t)(end - start); /* two's complement difference */
+  if (s->source == TICKCLOCK_SOURCE_SYSTEM) return d;
+  return tickclock_conv_delta_to_ns(&s->conv, d);
+}
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TICKCLOCK_H */
