@@ -1,0 +1,3 @@
+/* The one translation unit that holds the implementation (stb style). */
+#define TICKCLOCK_IMPLEMENTATION
+#include "tickclock.h"

@@ -1,0 +1,210 @@
+// The clock itself: monotonic reads, cross-thread ordering, forced and
+// fallback sources, calibration accuracy. Each source the machine can run
+// is tested; a source it cannot run is reported as skipped with the reason.
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <time.h>
+#include <vector>
+
+#include "doctest/doctest.h"
+#include "internal.h"
+#include "tickclock.h"
+
+namespace {
+
+// Sources this process can actually run: the OS clock always; the arch
+// counter when the decider says it is executable here.
+std::vector<int> runnable_sources() {
+  std::vector<int> v = {TICKCLOCK_SOURCE_SYSTEM};
+  tickclock_evidence ev;
+  tickclock__gather(NULL, &ev);
+  char why[TICKCLOCK_REASON_LEN];
+  if (ev.arch_counter && tickclock__counter_executable(&ev, why, sizeof why))
+    v.push_back(ev.arch_counter);
+  else
+    MESSAGE("arch counter not tested: " << why);
+  return v;
+}
+
+void force(int source) {
+  tickclock_config cfg = {source, 0, 0};
+  REQUIRE(tickclock_init(&cfg) == TICKCLOCK_OK);
+  REQUIRE(tickclock_info_get()->source == source);
+}
+
+template <typename Read>
+uint64_t count_backward_steps(Read read, long n) {
+  uint64_t prev = read(), back = 0;
+  for (long i = 0; i < n; i++) {
+    uint64_t cur = read();
+    back += cur < prev;
+    prev = cur;
+  }
+  return back;
+}
+
+uint64_t raw_ns() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+}  // namespace
+
+TEST_CASE("10^7 consecutive reads per thread never decrease, on 2 threads, both variants") {
+  for (int src : runnable_sources()) {
+    force(src);
+    CAPTURE(tickclock_source_name(src));
+    std::atomic<uint64_t> back_fast(0), back_ordered(0);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 2; t++)
+      ts.emplace_back([&] {
+        back_fast += count_backward_steps([] { return tickclock_now(); }, 10000000);
+        back_ordered += count_backward_steps([] { return tickclock_now_ordered(); }, 10000000);
+      });
+    for (auto &t : ts) t.join();
+    CHECK(back_fast.load() == 0);
+    CHECK(back_ordered.load() == 0);
+  }
+}
+
+TEST_CASE("cross-thread ordering: a reading taken after acquiring a published reading is never earlier") {
+  for (int src : runnable_sources()) {
+    force(src);
+    CAPTURE(tickclock_source_name(src));
+    const int rounds = 200000;
+    std::atomic<uint64_t> published(0);
+    std::atomic<int> turn(0);
+    uint64_t violations = 0, worst = 0;
+    std::thread writer([&] {
+      for (int i = 0; i < rounds; i++) {
+        while (turn.load(std::memory_order_acquire) != 0) {
+        }
+        published.store(tickclock_now_ordered(), std::memory_order_release);
+        turn.store(1, std::memory_order_release);
+      }
+    });
+    for (int i = 0; i < rounds; i++) {
+      while (turn.load(std::memory_order_acquire) != 1) {
+      }
+      uint64_t seen = published.load(std::memory_order_acquire);
+      uint64_t mine = tickclock_now_ordered();
+      if (mine < seen) {
+        violations++;
+        if (seen - mine > worst) worst = seen - mine;
+      }
+      turn.store(0, std::memory_order_release);
+    }
+    writer.join();
+    CHECK_MESSAGE(violations == 0, violations << " backward observations, worst " << worst << " ticks");
+  }
+}
+
+TEST_CASE("converted counter time tracks CLOCK_MONOTONIC_RAW") {
+  for (int src : runnable_sources()) {
+    force(src);
+    CAPTURE(tickclock_source_name(src));
+    uint64_t r0 = raw_ns(), t0 = tickclock_now_ordered();
+    struct timespec req = {0, 50000000};  // 50 ms
+    nanosleep(&req, NULL);
+    uint64_t t1 = tickclock_now_ordered(), r1 = raw_ns();
+    int64_t got = tickclock_delta_ns(t0, t1);
+    int64_t ref = (int64_t)(r1 - r0);
+    // The counter interval is inside the raw interval; allow the reads'
+    // own cost and the frequency uncertainty (generously: 1000 ppm).
+    CHECK(got <= ref + 1000);
+    CHECK(got >= ref - ref / 1000 - 200000);
+  }
+}
+
+TEST_CASE("forcing the OS clock: identity conversion, ns ticks") {
+  force(TICKCLOCK_SOURCE_SYSTEM);
+  const tickclock_info *i = tickclock_info_get();
+  CHECK(std::strcmp(i->source_name, "system") == 0);
+  CHECK(i->freq_method == TICKCLOCK_FREQ_IDENTITY);
+  CHECK(i->forced == 1);
+  CHECK(tickclock_to_ns(123456789ull) == 123456789ull);
+  CHECK(tickclock_delta_ns(1000, 250) == -750);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t mono = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  uint64_t now = tickclock_now();
+  CHECK(now >= mono);
+  CHECK(now - mono < 1000000000ull);  // same clock, read later
+}
+
+TEST_CASE("tickclock_init validates its config") {
+  tickclock_config bad_src = {99, 0, 0};
+  tickclock_config bad_ms = {0, 5000, 0};
+  tickclock_config bad_flags = {0, 0, 1};
+  const tickclock_info *before = tickclock_info_get();
+  CHECK(tickclock_init(&bad_src) == TICKCLOCK_EINVAL);
+  CHECK(tickclock_init(&bad_ms) == TICKCLOCK_EINVAL);
+  CHECK(tickclock_init(&bad_flags) == TICKCLOCK_EINVAL);
+  CHECK(tickclock_info_get() == before);  // nothing changed
+}
+
+TEST_CASE("a source that does not exist on this architecture is refused, auto kept") {
+  int foreign = TICKCLOCK_SOURCE_TOD;  // s390x only
+#if defined(__s390x__)
+  foreign = TICKCLOCK_SOURCE_TSC;
+#endif
+  tickclock_config cfg = {foreign, 0, 0};
+  CHECK(tickclock_init(&cfg) == TICKCLOCK_EUNAVAILABLE);
+  const tickclock_info *i = tickclock_info_get();
+  CHECK(i->request_refused == 1);
+  CHECK(i->source != foreign);
+  CHECK(i->forced == 0);
+}
+
+TEST_CASE("info explains the choice and every refused candidate") {
+  REQUIRE(tickclock_init(NULL) == TICKCLOCK_OK);
+  const tickclock_info *i = tickclock_info_get();
+  CHECK(i->why[0] != '\0');
+  CHECK(i->n_candidates >= 1);
+  int chosen = 0;
+  for (unsigned k = 0; k < i->n_candidates; k++) {
+    const tickclock_candidate &c = i->candidates[k];
+    CAPTURE(c.name);
+    CHECK(c.reason[0] != '\0');
+    chosen += c.chosen;
+    if (c.chosen) CHECK(c.source == i->source);
+    if (!c.usable) CHECK(!c.chosen);
+  }
+  CHECK(chosen == 1);
+  CHECK(i->resolution_ns > 0);
+  CHECK(i->hz > 0);
+  MESSAGE("automatic choice here: " << i->why);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+namespace {
+uint64_t rdtsc_ordered_fn() { return tickclock__x86_rdtsc_ordered(); }
+}
+
+TEST_CASE("TSC calibration (20 ms, tightest bracket) agrees with a 1 s reference within 10 ppm") {
+  tickclock_evidence ev;
+  tickclock__gather(NULL, &ev);
+  char why[TICKCLOCK_REASON_LEN];
+  if (!tickclock__counter_executable(&ev, why, sizeof why)) {
+    MESSAGE("skipped: " << why);
+    return;
+  }
+  tickclock_calibration quick, ref;
+  REQUIRE(tickclock__calibrate(rdtsc_ordered_fn, 20, &quick) == 1);
+  REQUIRE(tickclock__calibrate(rdtsc_ordered_fn, 1000, &ref) == 1);
+  double ppm = std::fabs(quick.hz - ref.hz) / ref.hz * 1e6;
+  MESSAGE("20 ms: " << quick.hz << " Hz (+-" << quick.uncertainty_ppm << " ppm, brackets "
+                    << quick.bracket_start << "/" << quick.bracket_end << " ticks); 1 s: " << ref.hz
+                    << " Hz (+-" << ref.uncertainty_ppm << " ppm); disagreement " << ppm << " ppm");
+  CHECK(ppm <= 10.0);
+  CHECK(quick.uncertainty_ppm < 10.0);
+  CHECK(quick.ns >= 20000000ull);
+  CHECK(quick.ns < 25000000ull);  // bounded: at most 20 ms plus two samples
+  // the rational is exact enough to reproduce hz
+  CHECK(std::fabs((double)quick.hz_num / (double)quick.hz_den - quick.hz) < 1e-3);
+}
+#endif
