@@ -146,7 +146,10 @@ typedef struct tickclock_candidate {
 } tickclock_candidate;
 
 typedef struct tickclock_info {
+  /* hot: read by tickclock_to_ns/tickclock_delta_ns, one cache line */
   int source;               /* tickclock_source in use */
+  tickclock_conv conv;      /* ticks <-> ns for this source */
+  /* provenance */
   const char *source_name;
   uint64_t hz_num, hz_den;  /* frequency as a rational (Hz) */
   double hz;                /* hz_num / hz_den */
@@ -160,7 +163,6 @@ typedef struct tickclock_info {
   char env_error[TICKCLOCK_REASON_LEN]; /* bad TICKCLOCK_SOURCE, or "" */
   unsigned n_candidates;
   tickclock_candidate candidates[TICKCLOCK_MAX_CANDIDATES];
-  tickclock_conv conv;      /* ticks <-> ns for this source */
 } tickclock_info;
 
 const char *tickclock_source_name(int source);
