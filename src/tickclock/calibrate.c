@@ -11,8 +11,6 @@
  */
 #include "internal.h"
 
-#include <time.h>
-
 #define TICKCLOCK__CAL_TRIES 16
 
 typedef struct tickclock__bracket {
@@ -36,13 +34,6 @@ static tickclock__bracket tickclock__sample(uint64_t (*rd)(void)) {
     }
   }
   return best;
-}
-
-static void tickclock__sleep_ns(uint64_t ns) {
-  struct timespec req;
-  req.tv_sec = (time_t)(ns / UINT64_C(1000000000));
-  req.tv_nsec = (long)(ns % UINT64_C(1000000000));
-  nanosleep(&req, NULL);
 }
 
 int tickclock__calibrate(uint64_t (*rd)(void), uint32_t ms, tickclock_calibration *out) {

@@ -136,14 +136,22 @@ static int tickclock__counter_trusted(const tickclock_evidence *ev, char *why, s
   return 1;
 }
 
+/* The OS fallback: CLOCK_MONOTONIC (ticks are ns, conversion is the
+ * identity) or, on Windows, QPC at QueryPerformanceFrequency. */
+static int tickclock__os_source(const tickclock_evidence *ev) {
+  return ev->os_source ? ev->os_source : TICKCLOCK_SOURCE_SYSTEM;
+}
+
 static void tickclock__fill_system(const tickclock_evidence *ev, tickclock_info *out) {
-  out->source = TICKCLOCK_SOURCE_SYSTEM;
-  out->hz_num = UINT64_C(1000000000);
+  int os = tickclock__os_source(ev);
+  uint64_t hz = (os == TICKCLOCK_SOURCE_SYSTEM || ev->os_hz == 0) ? UINT64_C(1000000000) : ev->os_hz;
+  out->source = os;
+  out->hz_num = hz;
   out->hz_den = 1;
-  out->hz = 1e9;
-  out->freq_method = TICKCLOCK_FREQ_IDENTITY;
+  out->hz = (double)hz;
+  out->freq_method = os == TICKCLOCK_SOURCE_SYSTEM ? TICKCLOCK_FREQ_IDENTITY : TICKCLOCK_FREQ_OS;
   out->uncertainty_ppm = 0;
-  out->resolution_ns = ev->os_resolution_ns > 0 ? ev->os_resolution_ns : 1.0;
+  out->resolution_ns = ev->os_resolution_ns > 0 ? ev->os_resolution_ns : 1e9 / (double)hz;
   tickclock_conv_init(&out->conv, out->hz_num, out->hz_den);
 }
 
@@ -177,11 +185,14 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
 
   /* 2. the candidates */
   sys = &out->candidates[out->n_candidates++];
-  sys->source = TICKCLOCK_SOURCE_SYSTEM;
-  sys->name = "system";
+  sys->source = tickclock__os_source(ev);
+  sys->name = tickclock_source_name(sys->source);
   sys->usable = 1;
   sys->read_ns = ev->os_read_ns;
-  tickclock__strlcpy(sys->reason, "clock_gettime(CLOCK_MONOTONIC): always available, ticks are ns",
+  tickclock__strlcpy(sys->reason,
+                     sys->source == TICKCLOCK_SOURCE_QPC
+                         ? "QueryPerformanceCounter: always available, exact conversion at QPF"
+                         : "clock_gettime(CLOCK_MONOTONIC): always available, ticks are ns",
                      sizeof sys->reason);
   if (ev->arch_counter) {
     cnt = &out->candidates[out->n_candidates++];
@@ -195,6 +206,7 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
   }
 
   /* 3. choose */
+  if (forced && requested == tickclock__os_source(ev)) requested = TICKCLOCK_SOURCE_SYSTEM;
   if (forced && requested != TICKCLOCK_SOURCE_SYSTEM) {
     if (cnt && requested == ev->arch_counter && executable) {
       use_counter = 1;
@@ -261,8 +273,9 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
       tickclock__fmt(cnt->reason, sizeof cnt->reason,
                "%s%s, %.1f ns per read, %.6f MHz calibrated (+-%.2f ppm)",
                forced ? "forced; " : "",
-               ev->arch_counter == TICKCLOCK_SOURCE_TSC ? "invariant TSC, clocksource tsc"
-                                                        : "counter trusted",
+               ev->arch_counter != TICKCLOCK_SOURCE_TSC ? "counter trusted"
+               : ev->os_linux                          ? "invariant TSC, clocksource tsc"
+                                                       : "invariant TSC",
                ev->counter_read_ns, out->hz / 1e6, out->uncertainty_ppm);
     tickclock__strlcpy(sys->reason, "not needed: the hardware counter is trusted and cheaper",
                        sizeof sys->reason);
@@ -271,16 +284,22 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
     tickclock__fill_system(ev, out);
     sys->chosen = 1;
     if (cnt) {
-      cnt->usable = 0;
-      tickclock__strlcpy(cnt->reason, executable ? trust_why : exec_why, sizeof cnt->reason);
+      cnt->usable = executable && trusted;
+      if (cnt->usable)
+        tickclock__fmt(cnt->reason, sizeof cnt->reason, "usable, but %s was forced by %s",
+                       sys->name, forced == 1 ? "tickclock_config" : "TICKCLOCK_SOURCE");
+      else
+        tickclock__strlcpy(cnt->reason, executable ? trust_why : exec_why, sizeof cnt->reason);
     }
     if (forced)
-      tickclock__fmt(out->why, sizeof out->why, "system: forced by %s",
+      tickclock__fmt(out->why, sizeof out->why, "%s: forced by %s", sys->name,
                forced == 1 ? "tickclock_config" : "TICKCLOCK_SOURCE");
     else if (cnt)
-      tickclock__fmt(out->why, sizeof out->why, "system: %s refused: %s", cname, cnt->reason);
+      tickclock__fmt(out->why, sizeof out->why, "%s: %s refused: %s", sys->name, cname,
+                     cnt->reason);
     else
-      tickclock__fmt(out->why, sizeof out->why, "system: %s", exec_why[0] ? exec_why : "no counter");
+      tickclock__fmt(out->why, sizeof out->why, "%s: %s", sys->name,
+                     exec_why[0] ? exec_why : "no counter");
   }
   out->source_name = tickclock_source_name(out->source);
   out->freq_method_name = tickclock_freq_method_name(out->freq_method);

@@ -70,6 +70,13 @@ void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev) {
   char dummy[TICKCLOCK_REASON_LEN];
   memset(ev, 0, sizeof *ev);
   ev->cfg_source = cfg ? cfg->source : TICKCLOCK_SOURCE_AUTO;
+#if defined(_WIN32)
+  ev->os_source = TICKCLOCK_SOURCE_QPC;
+  ev->os_hz = tickclock__qpc_hz();
+#else
+  ev->os_source = TICKCLOCK_SOURCE_SYSTEM;
+  ev->os_hz = UINT64_C(1000000000);
+#endif
 
 #if defined(TICKCLOCK__ARCH_COUNTER)
   ev->arch_counter = TICKCLOCK__ARCH_COUNTER;
@@ -98,7 +105,7 @@ void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev) {
   }
 
   ev->os_resolution_ns = tickclock__os_resolution_ns();
-  ev->os_read_ns = tickclock__measure_read_ns(tickclock__os_now);
+  ev->os_read_ns = tickclock__measure_read_ns(tickclock__os_read);
 #if defined(TICKCLOCK__ARCH_COUNTER)
   if (tickclock__counter_executable(ev, dummy, sizeof dummy))
     ev->counter_read_ns = tickclock__measure_read_ns(tickclock__arch_read_fn);

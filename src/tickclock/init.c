@@ -107,7 +107,7 @@ static uint64_t tickclock__read(int ordered) {
     return ordered ? tickclock__arch_read_ordered() : tickclock__arch_read();
 #endif
   (void)ordered;
-  return tickclock__os_now();
+  return tickclock__os_read(); /* CLOCK_MONOTONIC ns, or QPC counts on Windows */
 }
 
 uint64_t tickclock__now_slow(void) { return tickclock__read(0); }

@@ -64,6 +64,8 @@ typedef struct tickclock_calibration {
 typedef struct tickclock_evidence {
   int arch_counter;            /* the ISA's counter source, 0 if none */
   tickclock_x86_facts x86;     /* x86 only */
+  int os_source;               /* the fallback: SYSTEM (POSIX) or QPC (Windows) */
+  uint64_t os_hz;              /* its frequency: 1e9 for SYSTEM, QPF for QPC */
   int os_linux;                /* the Linux checks below apply */
   int tsc_prctl;               /* TICKCLOCK_PRCTL_* */
   int clocksource_known;
@@ -90,7 +92,10 @@ int tickclock__counter_executable(const tickclock_evidence *ev, char *why, size_
 void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev);
 int tickclock__calibrate(uint64_t (*read_ordered)(void), uint32_t ms,
                          tickclock_calibration *out);
-uint64_t tickclock__os_now(void);      /* CLOCK_MONOTONIC, ns */
+uint64_t tickclock__os_now(void);      /* CLOCK_MONOTONIC (Windows: QPC) in ns */
+uint64_t tickclock__os_read(void);     /* the fallback source's raw ticks */
+uint64_t tickclock__qpc_hz(void);      /* QueryPerformanceFrequency; 0 off Windows */
+void tickclock__sleep_ns(uint64_t ns);
 uint64_t tickclock__os_now_raw(void);  /* CLOCK_MONOTONIC_RAW, ns */
 double tickclock__os_resolution_ns(void); /* clock_getres(CLOCK_MONOTONIC) */
 double tickclock__measure_read_ns(uint64_t (*rd)(void)); /* min over batches */
