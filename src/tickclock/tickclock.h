@@ -198,9 +198,21 @@ const tickclock_info *tickclock__state_slow(void);
 #endif
 
 /* ---- the counter read for this ISA (one header per ISA) ---------------- */
-#if (defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)) && \
-    !defined(TICKCLOCK_NO_ARCH_COUNTER)
+#if defined(TICKCLOCK_NO_ARCH_COUNTER)
+#include "arch/os_only.h"
+#elif defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
 #include "arch/x86.h"
+#elif defined(__aarch64__) || defined(_M_ARM64)
+#include "arch/aarch64.h"
+#elif defined(__powerpc64__) && (defined(__GNUC__) || defined(__clang__))
+#include "arch/ppc64.h"
+#elif defined(__s390x__) && (defined(__GNUC__) || defined(__clang__))
+#include "arch/s390x.h"
+#elif defined(__riscv) && defined(__riscv_xlen) && __riscv_xlen == 64 && \
+    (defined(__GNUC__) || defined(__clang__))
+#include "arch/riscv64.h"
+#else
+#include "arch/os_only.h"
 #endif
 
 #ifdef __cplusplus

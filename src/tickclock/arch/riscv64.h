@@ -1,0 +1,37 @@
+/* tickclock — RISC-V 64: the `time` CSR (internal).
+ *
+ * rdtime reads the platform timer (mtime) through the `time` CSR, which
+ * Linux makes readable from U-mode (SBI firmware emulates it where the
+ * hardware does not — the read-cost check sees that). Its frequency is
+ * the device tree's /cpus/timebase-frequency (10-25 MHz on real boards);
+ * under qemu-riscv64 user mode it runs at the host's TSC rate, so the
+ * nominal value is checked against calibration.
+ *
+ * Never rdcycle: since Linux 6.6 user access to the cycle CSR is off by
+ * default and it raises SIGILL.
+ *
+ * Ordered: `fence iorw, iorw` first. The ISA does not order CSR reads with
+ * memory accesses by any fence, so this is the best available (it keeps
+ * the compiler and the memory system from moving earlier accesses past it).
+ */
+#ifndef TICKCLOCK_ARCH_RISCV64_H
+#define TICKCLOCK_ARCH_RISCV64_H
+
+#include "../port.h"
+
+TICKCLOCK__INLINE uint64_t tickclock__rv_rdtime(void) {
+  uint64_t v;
+  __asm__ __volatile__("rdtime %0" : "=r"(v));
+  return v;
+}
+TICKCLOCK__INLINE uint64_t tickclock__rv_rdtime_ordered(void) {
+  uint64_t v;
+  __asm__ __volatile__("fence iorw, iorw\n\trdtime %0" : "=r"(v) : : "memory");
+  return v;
+}
+
+#define TICKCLOCK__ARCH_COUNTER TICKCLOCK_SOURCE_RDTIME
+#define tickclock__arch_read tickclock__rv_rdtime
+#define tickclock__arch_read_ordered tickclock__rv_rdtime_ordered
+
+#endif /* TICKCLOCK_ARCH_RISCV64_H */

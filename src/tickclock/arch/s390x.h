@@ -1,0 +1,34 @@
+/* tickclock — s390x: the TOD clock (internal).
+ *
+ * STCKF (store clock fast, z9 and later) stores the 64-bit TOD clock from
+ * problem state; it never traps. Bit 51 ticks once per microsecond, so the
+ * clock advances 4096 units per microsecond: exactly 4.096 GHz, an
+ * architectural constant (z/Architecture Principles of Operation, "TOD
+ * clock"), which qemu-s390x emulates faithfully.
+ *
+ * STCKF is not serialising (that is what makes it fast); the ordered read
+ * puts BCR 15,0 (serialisation) before it.
+ */
+#ifndef TICKCLOCK_ARCH_S390X_H
+#define TICKCLOCK_ARCH_S390X_H
+
+#include "../port.h"
+
+#define TICKCLOCK__TOD_HZ UINT64_C(4096000000)
+
+TICKCLOCK__INLINE uint64_t tickclock__s390_stckf(void) {
+  uint64_t v;
+  __asm__ __volatile__("stckf %0" : "=Q"(v) : : "cc");
+  return v;
+}
+TICKCLOCK__INLINE uint64_t tickclock__s390_stckf_ordered(void) {
+  uint64_t v;
+  __asm__ __volatile__("bcr 15,0\n\tstckf %0" : "=Q"(v) : : "cc", "memory");
+  return v;
+}
+
+#define TICKCLOCK__ARCH_COUNTER TICKCLOCK_SOURCE_TOD
+#define tickclock__arch_read tickclock__s390_stckf
+#define tickclock__arch_read_ordered tickclock__s390_stckf_ordered
+
+#endif /* TICKCLOCK_ARCH_S390X_H */
