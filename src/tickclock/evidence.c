@@ -55,7 +55,7 @@ static void tickclock__read_sys_line(const char *path, char *buf, size_t n, int 
 /* The perf_event mmap page of a self-monitoring dummy event: the kernel's
  * own TSC -> ns parameters (time_mult, time_shift), valid when
  * cap_user_time says the kernel's clock is the TSC. Read under the page's
- * seqlock; a page the kernel never filled has version 0. */
+ * seqlock (the lock word is odd while the kernel writes). */
 static void tickclock__read_perf_page(tickclock_perf_page *pp) {
   struct perf_event_attr attr;
   long fd;

@@ -163,7 +163,7 @@ typedef struct tickclock_perf_page {
   int attempted;           /* perf_event_open was tried */
   int ok;                  /* the page was mapped and read consistently */
   int err;                 /* errno of the failing call, 0 if none */
-  uint32_t version;        /* 0: the kernel never filled it */
+  uint32_t version;        /* the page's version field (as the kernel left it) */
   int cap_user_time, cap_user_time_zero;
   uint32_t time_mult;
   uint32_t time_shift;
