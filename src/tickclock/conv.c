@@ -106,3 +106,35 @@ void tickclock__ratio_hz(uint64_t ticks, uint64_t ns, uint64_t *num, uint64_t *d
   *num = lo;
   *den = b;
 }
+
+void tickclock__reduce(uint64_t *num, uint64_t *den) {
+  uint64_t g;
+  if (*den == 0) return;
+  g = tickclock__gcd(*num, *den);
+  if (g > 1) {
+    *num /= g;
+    *den /= g;
+  }
+}
+
+/* (a/b - 1) * 1e6 = (a_num*b_den - b_num*a_den) / (b_num*a_den) * 1e6,
+ * the products exact in 128 bits, the quotient in double. */
+double tickclock__ppm(uint64_t a_num, uint64_t a_den, uint64_t b_num, uint64_t b_den) {
+  uint64_t x_lo, y_lo, x_hi, y_hi, d_hi, d_lo;
+  double diff, base;
+  int neg;
+  if (a_den == 0 || b_den == 0 || b_num == 0) return 0;
+  x_hi = tickclock__mul64(a_num, b_den, &x_lo);
+  y_hi = tickclock__mul64(b_num, a_den, &y_lo);
+  neg = x_hi < y_hi || (x_hi == y_hi && x_lo < y_lo);
+  if (neg) { /* d = y - x */
+    d_lo = y_lo - x_lo;
+    d_hi = y_hi - x_hi - (y_lo < x_lo);
+  } else {
+    d_lo = x_lo - y_lo;
+    d_hi = x_hi - y_hi - (x_lo < y_lo);
+  }
+  diff = (double)d_hi * 18446744073709551616.0 + (double)d_lo;
+  base = (double)y_hi * 18446744073709551616.0 + (double)y_lo;
+  return (neg ? -diff : diff) / base * 1e6;
+}

@@ -1,49 +1,22 @@
-/* tickclock — x86 CPUID: one native entry point and a pure decoder.
+/* tickclock — x86 CPUID: the native leaf source, the pure decoder and the
+ * pure frequency rules.
  *
- * The native entry point has three paths, chosen by what the compiler
- * provides (never by version numbers); a test forces each one with
- * TICKCLOCK_CPUID_USE_{CPUIDEX,CPUID_COUNT,ASM} and checks they agree:
- *  - MSVC / clang-cl: __cpuidex from <intrin.h>;
- *  - gcc and clang: __cpuid_count from <cpuid.h> (present in every
- *    version we build with; __cpuidex is missing from clang 13-16's
- *    <cpuid.h>, so it is only used when asked for);
- *  - anything else: inline asm (EBX saved by hand for i686 PIC).
+ * The native source executes the instruction through cpuid_shim.h (three
+ * paths, each forceable). Everything else here is a pure function of the
+ * leaves a tickclock_cpuid_fn returns, so it runs the same on this CPU and
+ * on a recorded fixture.
+ *
+ * Gating: a leaf past the maximum of its range is never asked for — real
+ * CPUs answer such a leaf with the data of the highest basic leaf, QEMU
+ * with another leaf's. Ranges: basic (leaf 0 EAX), extended (0x80000000
+ * EAX, accepted only inside 0x80000000..0x8000ffff), hypervisor (only when
+ * CPUID.1:ECX[31] is set; each base 0x40000000 + k*0x100 has its own
+ * maximum in its EAX).
  */
 #include "internal.h"
+#include "cpuid_shim.h"
 
 #include <string.h>
-
-#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
-#define TICKCLOCK__X86 1
-#endif
-
-#if defined(TICKCLOCK__X86)
-#if !defined(TICKCLOCK_CPUID_USE_CPUIDEX) && !defined(TICKCLOCK_CPUID_USE_CPUID_COUNT) && \
-    !defined(TICKCLOCK_CPUID_USE_ASM)
-#if defined(_MSC_VER) && !defined(__GNUC__)
-#define TICKCLOCK_CPUID_USE_CPUIDEX 1
-#elif defined(__GNUC__) || defined(__clang__)
-#define TICKCLOCK_CPUID_USE_CPUID_COUNT 1
-#else
-#define TICKCLOCK_CPUID_USE_ASM 1
-#endif
-#endif
-
-#if defined(_MSC_VER) && !defined(__GNUC__)
-#include <intrin.h>
-#elif defined(__GNUC__) || defined(__clang__)
-#include <cpuid.h>
-#endif
-
-static int tickclock__have_cpuid_insn(void) {
-#if defined(__i386__) && (defined(__GNUC__) || defined(__clang__))
-  /* i486 and older lack CPUID; __get_cpuid_max toggles EFLAGS.ID */
-  return __get_cpuid_max(0, NULL) != 0;
-#else
-  return 1;
-#endif
-}
-#endif /* TICKCLOCK__X86 */
 
 int tickclock_cpuid_native(void *ctx, uint32_t leaf, uint32_t subleaf,
                            tickclock_cpuid_regs *out) {
@@ -52,34 +25,12 @@ int tickclock_cpuid_native(void *ctx, uint32_t leaf, uint32_t subleaf,
 #if defined(TICKCLOCK__X86)
   if (!tickclock__have_cpuid_insn()) return 0;
   {
-#if defined(TICKCLOCK_CPUID_USE_CPUIDEX)
-    int r[4];
-    __cpuidex(r, (int)leaf, (int)subleaf);
-    out->eax = (uint32_t)r[0];
-    out->ebx = (uint32_t)r[1];
-    out->ecx = (uint32_t)r[2];
-    out->edx = (uint32_t)r[3];
-#elif defined(TICKCLOCK_CPUID_USE_CPUID_COUNT)
-    unsigned int a, b, c, d;
-    __cpuid_count(leaf, subleaf, a, b, c, d);
-    out->eax = a;
-    out->ebx = b;
-    out->ecx = c;
-    out->edx = d;
-#else
-    uint32_t a, b, c, d;
-#if defined(__i386__)
-    __asm__ __volatile__("xchgl %%ebx, %1\n\tcpuid\n\txchgl %%ebx, %1"
-                         : "=a"(a), "=&r"(b), "=c"(c), "=d"(d)
-                         : "0"(leaf), "2"(subleaf));
-#else
-    __asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "0"(leaf), "2"(subleaf));
-#endif
-    out->eax = a;
-    out->ebx = b;
-    out->ecx = c;
-    out->edx = d;
-#endif
+    uint32_t r[4];
+    tickclock__cpuid_insn(leaf, subleaf, r);
+    out->eax = r[0];
+    out->ebx = r[1];
+    out->ecx = r[2];
+    out->edx = r[3];
   }
   return 1;
 #else
@@ -91,11 +42,109 @@ int tickclock_cpuid_native(void *ctx, uint32_t leaf, uint32_t subleaf,
 
 /* ---- decoding: a pure function of the leaves ---------------------------- */
 
-static int tickclock__leaf(tickclock_cpuid_fn fn, void *ctx, uint32_t leaf, uint32_t max,
-                           tickclock_cpuid_regs *r) {
+static int tickclock__x86_leaf(tickclock_cpuid_fn fn, void *ctx, uint32_t leaf, uint32_t sub,
+                               uint32_t max, tickclock_cpuid_regs *r) {
   memset(r, 0, sizeof *r);
   if (leaf > max) return 0; /* past the range's maximum: absent, whatever it returns */
-  return fn(ctx, leaf, 0, r);
+  return fn(ctx, leaf, sub, r);
+}
+
+/* 12 signature bytes from three registers, in the given order. */
+static void tickclock__x86_sig(char out[13], uint32_t a, uint32_t b, uint32_t c) {
+  memcpy(out + 0, &a, 4);
+  memcpy(out + 4, &b, 4);
+  memcpy(out + 8, &c, 4);
+  out[12] = '\0';
+}
+
+static void tickclock__x86_printable(char *s) {
+  for (; *s; s++)
+    if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e) *s = '.';
+}
+
+/* The maximum leaf of the hypervisor range at base, or 0 if the base leaf
+ * does not look like one (EAX must be a leaf of this base's block). Old
+ * KVM answered EAX = 0, meaning base + 1. */
+static uint32_t tickclock__x86_hv_max(uint32_t base, const tickclock_cpuid_regs *r,
+                                      const char *sig) {
+  if (r->eax >= base && r->eax <= base + 0xffu) return r->eax;
+  if (r->eax == 0 && memcmp(sig, "KVMKVMKVM\0\0\0", 12) == 0) return base + 1;
+  return 0;
+}
+
+static void tickclock__x86_decode_hv(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out) {
+  tickclock_cpuid_regs r;
+  char sig[13];
+  uint32_t base, max;
+  /* the primary range at 0x40000000 */
+  if (!fn(ctx, 0x40000000u, 0, &r)) return;
+  tickclock__x86_sig(sig, r.ebx, r.ecx, r.edx);
+  max = tickclock__x86_hv_max(0x40000000u, &r, sig);
+  if (max == 0) return;
+  out->hv_valid = 1;
+  out->hv_base = 0x40000000u;
+  out->hv_max_leaf = max;
+  memcpy(out->hv_signature, sig, 13);
+  tickclock__x86_printable(out->hv_signature);
+  if (memcmp(sig, "KVMKVMKVM\0\0\0", 12) == 0)
+    out->hv_kind = TICKCLOCK_HV_KVM;
+  else if (memcmp(sig, "XenVMMXenVMM", 12) == 0)
+    out->hv_kind = TICKCLOCK_HV_XEN;
+  else if (memcmp(sig, "Microsoft Hv", 12) == 0)
+    out->hv_kind = TICKCLOCK_HV_HYPERV;
+  else if (memcmp(sig, "VMwareVMware", 12) == 0)
+    out->hv_kind = TICKCLOCK_HV_VMWARE;
+  else if (memcmp(sig, "VBoxVBoxVBox", 12) == 0)
+    out->hv_kind = TICKCLOCK_HV_VBOX;
+  else
+    out->hv_kind = TICKCLOCK_HV_OTHER;
+
+  /* Hyper-V: 0x40000003 feature leaf */
+  if (out->hv_kind == TICKCLOCK_HV_HYPERV &&
+      tickclock__x86_leaf(fn, ctx, 0x40000003u, 0, max, &r)) {
+    out->hyperv_valid = 1;
+    out->hyperv_features = r.eax;
+    out->hyperv_misc = r.edx;
+    out->hyperv_freq_msrs = ((r.eax >> 11) & 1) && ((r.edx >> 8) & 1);
+    out->hyperv_tsc_invariant = (r.eax >> 15) & 1;
+  }
+  /* VMware's timing leaf, also offered by KVM/QEMU (and Firecracker hosts
+   * that expose it): base+0x10 EAX = TSC kHz, EBX = bus (APIC) kHz */
+  if ((out->hv_kind == TICKCLOCK_HV_VMWARE || out->hv_kind == TICKCLOCK_HV_KVM) &&
+      tickclock__x86_leaf(fn, ctx, 0x40000010u, 0, max, &r)) {
+    out->timing_leaf_valid = 1;
+    out->timing_tsc_khz = r.eax;
+    out->timing_bus_khz = r.ebx;
+  }
+
+  /* KVM and Xen may sit at any base 0x40000000 + k*0x100 (behind a
+   * Hyper-V or Viridian range): scan like Linux's hypervisor_cpuid_base. */
+  for (base = 0x40000000u; base < 0x40010000u; base += 0x100u) {
+    uint32_t m;
+    if (!fn(ctx, base, 0, &r)) continue;
+    tickclock__x86_sig(sig, r.ebx, r.ecx, r.edx);
+    m = tickclock__x86_hv_max(base, &r, sig);
+    if (m == 0) continue;
+    if (out->xen_base == 0 && memcmp(sig, "XenVMMXenVMM", 12) == 0 && m >= base + 2) {
+      out->xen_base = base;
+      out->xen_max_leaf = m;
+    } else if (out->kvm_base == 0 && memcmp(sig, "KVMKVMKVM\0\0\0", 12) == 0) {
+      out->kvm_base = base;
+      if (tickclock__x86_leaf(fn, ctx, base + 1, 0, m, &r)) {
+        out->kvm_features_valid = 1;
+        out->kvm_features = r.eax;
+        out->kvm_hints = r.edx;
+      }
+    }
+  }
+  /* Xen base+3 subleaf 0: EAX flags, EBX tsc_mode, ECX guest TSC kHz */
+  if (out->xen_base &&
+      tickclock__x86_leaf(fn, ctx, out->xen_base + 3, 0, out->xen_max_leaf, &r)) {
+    out->xen_leaf3_valid = 1;
+    out->xen_tsc_flags = r.eax;
+    out->xen_tsc_mode = r.ebx;
+    out->xen_tsc_khz = r.ecx;
+  }
 }
 
 void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out) {
@@ -105,11 +154,9 @@ void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts 
   if (!fn(ctx, 0, 0, &r)) return;
   out->have_cpuid = 1;
   out->max_leaf = r.eax;
-  memcpy(out->vendor + 0, &r.ebx, 4); /* "Genu" "ineI" "ntel": EBX, EDX, ECX */
-  memcpy(out->vendor + 4, &r.edx, 4);
-  memcpy(out->vendor + 8, &r.ecx, 4);
-  out->vendor[12] = '\0';
-  if (tickclock__leaf(fn, ctx, 1, out->max_leaf, &r)) {
+  tickclock__x86_sig(out->vendor, r.ebx, r.edx, r.ecx); /* "Genu" "ineI" "ntel" */
+  tickclock__x86_printable(out->vendor);
+  if (tickclock__x86_leaf(fn, ctx, 1, 0, out->max_leaf, &r)) {
     base_family = (r.eax >> 8) & 0xf;
     ext_family = (r.eax >> 20) & 0xff;
     base_model = (r.eax >> 4) & 0xf;
@@ -121,14 +168,132 @@ void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts 
     out->tsc = (r.edx >> 4) & 1;
     out->hypervisor = (r.ecx >> 31) & 1;
   }
+  if (tickclock__x86_leaf(fn, ctx, 7, 0, out->max_leaf, &r)) {
+    out->leaf7_valid = 1;
+    out->tsc_adjust = (r.ebx >> 1) & 1;
+  }
+  if (tickclock__x86_leaf(fn, ctx, 0x15, 0, out->max_leaf, &r)) {
+    out->leaf15_valid = 1;
+    out->leaf15_den = r.eax;
+    out->leaf15_num = r.ebx;
+    out->leaf15_crystal_hz = r.ecx;
+  }
+  if (tickclock__x86_leaf(fn, ctx, 0x16, 0, out->max_leaf, &r)) {
+    out->leaf16_valid = 1;
+    out->base_mhz = r.eax & 0xffff;
+    out->max_mhz = r.ebx & 0xffff;
+    out->bus_mhz = r.ecx & 0xffff;
+  }
   if (fn(ctx, 0x80000000u, 0, &r) && r.eax >= 0x80000000u && r.eax <= 0x8000ffffu)
     out->max_ext_leaf = r.eax;
   if (out->max_ext_leaf) {
-    if (tickclock__leaf(fn, ctx, 0x80000001u, out->max_ext_leaf, &r))
+    if (tickclock__x86_leaf(fn, ctx, 0x80000001u, 0, out->max_ext_leaf, &r))
       out->rdtscp = (r.edx >> 27) & 1;
-    if (tickclock__leaf(fn, ctx, 0x80000007u, out->max_ext_leaf, &r)) {
+    if (tickclock__x86_leaf(fn, ctx, 0x80000007u, 0, out->max_ext_leaf, &r)) {
       out->invariant_known = 1;
       out->invariant_tsc = (r.edx >> 8) & 1;
     }
+    if (out->max_ext_leaf >= 0x80000004u) {
+      char raw[49];
+      uint32_t l;
+      size_t i = 0, start = 0;
+      for (l = 0; l < 3; l++) {
+        tickclock__x86_leaf(fn, ctx, 0x80000002u + l, 0, out->max_ext_leaf, &r);
+        memcpy(raw + 16 * l + 0, &r.eax, 4);
+        memcpy(raw + 16 * l + 4, &r.ebx, 4);
+        memcpy(raw + 16 * l + 8, &r.ecx, 4);
+        memcpy(raw + 16 * l + 12, &r.edx, 4);
+      }
+      raw[48] = '\0';
+      while (raw[start] == ' ') start++;
+      for (i = 0; raw[start + i] != '\0'; i++) out->brand[i] = raw[start + i];
+      out->brand[i] = '\0';
+      while (i > 0 && out->brand[i - 1] == ' ') out->brand[--i] = '\0';
+      tickclock__x86_printable(out->brand);
+    }
   }
+  if (out->hypervisor) tickclock__x86_decode_hv(fn, ctx, out);
+}
+
+/* ---- frequency rules ------------------------------------------------------ */
+
+static int tickclock__x86_is_intel(const tickclock_x86_facts *f) {
+  return strcmp(f->vendor, "GenuineIntel") == 0;
+}
+
+static int tickclock__x86_set(tickclock_freq *out, uint64_t num, uint64_t den, int method,
+                              const char *name, double unc) {
+  if (num == 0 || den == 0) return 0;
+  tickclock__reduce(&num, &den);
+  out->ok = 1;
+  out->hz_num = num;
+  out->hz_den = den;
+  out->method = method;
+  out->name = name;
+  out->uncertainty_ppm = unc;
+  return 1;
+}
+
+/* Crystals the CPU does not report, from Linux's tables. */
+static uint32_t tickclock__x86_known_crystal(const tickclock_x86_facts *f) {
+  if (f->family != 6) return 0;
+  switch (f->model) {
+    case 0x5F: return 25000000u; /* Atom Goldmont-D (Denverton) */
+    case 0x4E:                   /* Skylake-U/Y */
+    case 0x5E:                   /* Skylake-H/S */
+    case 0x8E:                   /* Kaby/Amber/Whiskey/Comet Lake-U */
+    case 0x9E: return 24000000u; /* Kaby/Coffee Lake-S/H */
+    case 0x5C: return 19200000u; /* Atom Goldmont (Apollo Lake) */
+    default: return 0;
+  }
+}
+
+int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out) {
+  uint32_t crystal;
+  memset(out, 0, sizeof *out);
+  if (!tickclock__x86_is_intel(f) || !f->leaf15_valid) return 0;
+  if (f->leaf15_den == 0 || f->leaf15_num == 0) return 0;
+  /* TSC = crystal * num / den; crystal and num below 2^32: exact in 64 bits */
+  if (f->leaf15_crystal_hz != 0)
+    return tickclock__x86_set(out, (uint64_t)f->leaf15_crystal_hz * f->leaf15_num,
+                              f->leaf15_den, TICKCLOCK_FREQ_CPUID_15H, "cpuid_15h_crystal", 0);
+  crystal = tickclock__x86_known_crystal(f);
+  if (crystal != 0)
+    return tickclock__x86_set(out, (uint64_t)crystal * f->leaf15_num, f->leaf15_den,
+                              TICKCLOCK_FREQ_CPUID_15H, "cpuid_15h_known_crystal", 0);
+  /* crystal = base * den / num, so TSC = crystal * num / den = base: the
+   * ratio cancels exactly (Linux truncates the crystal to kHz first; we
+   * keep the rational). Quantised like the base MHz. */
+  if (f->leaf16_valid && f->base_mhz != 0)
+    return tickclock__x86_set(out, (uint64_t)f->base_mhz * UINT64_C(1000000), 1,
+                              TICKCLOCK_FREQ_CPUID_15H, "cpuid_15h_from_16h",
+                              0.5 / (double)f->base_mhz * 1e6);
+  return 0;
+}
+
+int tickclock_x86_freq_leaf16(const tickclock_x86_facts *f, tickclock_freq *out) {
+  memset(out, 0, sizeof *out);
+  if (!tickclock__x86_is_intel(f) || !f->leaf16_valid || f->base_mhz == 0) return 0;
+  return tickclock__x86_set(out, (uint64_t)f->base_mhz * UINT64_C(1000000), 1,
+                            TICKCLOCK_FREQ_CPUID_16H, "cpuid_16h",
+                            0.5 / (double)f->base_mhz * 1e6);
+}
+
+int tickclock_x86_freq_hypervisor(const tickclock_x86_facts *f, tickclock_freq *out) {
+  memset(out, 0, sizeof *out);
+  if (f->timing_leaf_valid && f->timing_tsc_khz != 0)
+    return tickclock__x86_set(out, (uint64_t)f->timing_tsc_khz * 1000u, 1,
+                              TICKCLOCK_FREQ_HYPERVISOR, "hypervisor_40000010",
+                              0.5 / (double)f->timing_tsc_khz * 1e6);
+  if (f->xen_leaf3_valid && f->xen_tsc_khz != 0)
+    return tickclock__x86_set(out, (uint64_t)f->xen_tsc_khz * 1000u, 1,
+                              TICKCLOCK_FREQ_HYPERVISOR, "xen_leaf3",
+                              0.5 / (double)f->xen_tsc_khz * 1e6);
+  return 0;
+}
+
+int tickclock_x86_freq_cpuid(const tickclock_x86_facts *f, tickclock_freq *out) {
+  if (f->hypervisor && tickclock_x86_freq_hypervisor(f, out)) return 1;
+  if (tickclock_x86_freq_leaf15(f, out)) return 1;
+  return tickclock_x86_freq_leaf16(f, out);
 }

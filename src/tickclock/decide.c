@@ -2,21 +2,54 @@
  * no CPUID, no clock reads; tested on recorded evidence (tests/fixtures).
  *
  * Policy (x86 TSC), each refusal recorded as the candidate's reason:
- *  1. RDTSC must be executable: CPUID present, CPUID.01H:EDX[4] set, and
- *     not disabled for the process with prctl(PR_SET_TSC, PR_TSC_SIGSEGV).
- *     A forced TSC is honoured only past this point (never trap).
- *  2. Invariant TSC (CPUID.80000007H:EDX[8], leaf gated on the maximum
- *     extended leaf): otherwise the TSC may stop in deep C-states or change
- *     rate with P-states.
- *  3. On Linux, current_clocksource must be "tsc": the kernel runs its own
- *     TSC checks (tsc_sync, the clocksource watchdog) and falls back to
- *     hpet/acpi_pm/kvm-clock when they fail; we do not trust what it has
- *     refused.
- *  4. A read must not cost more than clock_gettime: a hypervisor that traps
- *     RDTSC makes it slower than the vDSO.
- *  5. The frequency must be known: for now, calibration against
- *     CLOCK_MONOTONIC_RAW (tightest (counter, clock, counter) bracket).
+ *  1. Executable: CPUID present, CPUID.01H:EDX[4] set, not disabled with
+ *     prctl(PR_SET_TSC, PR_TSC_SIGSEGV). A forced TSC
+ *     (TICKCLOCK_SOURCE=tsc / tickclock_config) is honoured past this point
+ *     only: never execute what may trap.
+ *  2. Not emulated: Xen leaf base+3 EAX[0] (vtsc) means every RDTSC traps.
+ *     Stable rate: invariant TSC (CPUID.80000007H:EDX[8], gated on the
+ *     maximum extended leaf), or a hypervisor's promise of a stable TSC:
+ *     Hyper-V 0x40000003 EAX[15] (TSC invariant controls), Xen leaf base+3
+ *     EAX[1] (host TSC reliable) without vtsc.
+ *  3. The Linux kernel's verdict (current_clocksource, available_clocksource):
+ *     - "tsc": the kernel's own checks (tsc_sync, the clocksource watchdog)
+ *       passed: trusted.
+ *     - a paravirtual clock ("kvm-clock", "hyperv_clocksource_tsc_page",
+ *       "hyperv_clocksource_msr", "xen"): the kernel prefers the
+ *       hypervisor's clock, which corrects for TSC scaling and migration.
+ *       Accepted only when "tsc" is also listed in available_clocksource
+ *       (the kernel registered it: it was not marked unstable) AND the
+ *       hypervisor publishes the TSC frequency (VMware/KVM leaf base+0x10,
+ *       Xen leaf base+3) AND that frequency agrees with our calibration
+ *       within the bound below. When "tsc" is not listed at all (marked
+ *       unstable: boot parameter, failed sync, watchdog) it is refused.
+ *     - anything else (hpet, acpi_pm, jiffies, ...): the kernel rejected
+ *       the TSC: refused.
+ *     - no readable clocksource on Linux: refused (verdict unknown).
+ *  4. Read cost: a counter read must not cost more than clock_gettime (a
+ *     hypervisor that traps RDTSC makes it slower than the vDSO).
  * Otherwise the OS clock (CLOCK_MONOTONIC), whose ticks are nanoseconds.
+ *
+ * Frequency: whenever the counter is used it is calibrated against
+ * CLOCK_MONOTONIC_RAW (calibrate.c: tightest bracket, bound
+ * cal.uncertainty_ppm), and every other source found is compared with it:
+ *    perf_page            kernel's own time_mult/time_shift (cap_user_time)
+ *    cpuid_15h_*          leaf 0x15, Linux's rule (see cpuid_x86.c)
+ *    hypervisor_40000010  VMware/KVM timing leaf, kHz
+ *    xen_leaf3            Xen guest TSC kHz
+ *    cpuid_16h            leaf 0x16 base MHz (nominal)
+ * A source is refused when |ppm vs calibration| exceeds
+ *    TICKCLOCK_AGREE_PPM (25) + cal.uncertainty_ppm + its own quantisation.
+ * Among the sources that agree, the first in this order is used:
+ *    perf_page > cpuid_15h crystal/known crystal on bare metal >
+ *    hypervisor leaf > cpuid_15h crystal/known crystal in a VM >
+ *    calibration > cpuid_15h_from_16h > cpuid_16h.
+ * Rationale: the kernel's conversion and a crystal the CPU states are
+ * exact; a hypervisor leaf is exact to 1 kHz; a VM's leaf 0x15 is whatever
+ * the VMM chose to show, so it ranks below the hypervisor's own leaf; a
+ * base MHz is a nominal figure (Skylake's 4000 MHz base vs its 4008 MHz
+ * TSC), so measurement beats it. Every pairwise disagreement is recorded
+ * (tickclock_info.freq_disagreement_ppm).
  */
 #include "internal.h"
 
@@ -92,22 +125,55 @@ int tickclock__counter_executable(const tickclock_evidence *ev, char *why, size_
   return 1;
 }
 
+static int tickclock__is_paravirt_clock(const char *cs) {
+  return strcmp(cs, "kvm-clock") == 0 || strcmp(cs, "hyperv_clocksource_tsc_page") == 0 ||
+         strcmp(cs, "hyperv_clocksource_msr") == 0 || strcmp(cs, "xen") == 0;
+}
+
+/* Is word a blank-separated entry of list? */
+static int tickclock__has_word(const char *list, const char *word) {
+  size_t n = strlen(word);
+  const char *p = list;
+  while (*p) {
+    while (*p == ' ' || *p == '\t') p++;
+    if (strncmp(p, word, n) == 0 && (p[n] == '\0' || p[n] == ' ' || p[n] == '\t' || p[n] == '\n'))
+      return 1;
+    while (*p && *p != ' ' && *p != '\t') p++;
+  }
+  return 0;
+}
+
+/* Trust verdicts */
+#define TICKCLOCK__TRUST_NO 0
+#define TICKCLOCK__TRUST_YES 1
+#define TICKCLOCK__TRUST_IF_HV_AGREES 2 /* paravirt clock: needs the hypervisor leaf to agree */
+
 /* Is the executable counter trustworthy for automatic use? */
 static int tickclock__counter_trusted(const tickclock_evidence *ev, char *why, size_t n) {
+  int verdict = TICKCLOCK__TRUST_YES;
   if (ev->arch_counter == TICKCLOCK_SOURCE_TSC) {
-    if (!ev->x86.invariant_known) {
+    const tickclock_x86_facts *x = &ev->x86;
+    int hv_promise = (x->hyperv_valid && x->hyperv_tsc_invariant) ||
+                     (x->xen_leaf3_valid && (x->xen_tsc_flags & 2u) && !(x->xen_tsc_flags & 1u));
+    if (x->xen_leaf3_valid && (x->xen_tsc_flags & 1u)) {
       tickclock__fmt(why, n,
-               "CPUID leaf 0x80000007 is beyond the maximum extended leaf 0x%08x: "
-               "invariant TSC unknown",
-               (unsigned)ev->x86.max_ext_leaf);
-      return 0;
+                     "Xen emulates RDTSC for this guest (leaf 0x%08x EAX[0] vtsc, tsc_mode %u): "
+                     "every read traps to the hypervisor",
+                     (unsigned)(x->xen_base + 3), (unsigned)x->xen_tsc_mode);
+      return TICKCLOCK__TRUST_NO;
     }
-    if (!ev->x86.invariant_tsc) {
-      tickclock__strlcpy(why,
-                         "CPUID.80000007H:EDX[8] (invariant TSC) is clear: the TSC may stop "
-                         "or change rate",
-                         n);
-      return 0;
+    if (!x->invariant_tsc && !hv_promise) {
+      if (!x->invariant_known)
+        tickclock__fmt(why, n,
+                       "CPUID leaf 0x80000007 is beyond the maximum extended leaf 0x%08x and no "
+                       "hypervisor promises a stable TSC: invariant TSC unknown",
+                       (unsigned)x->max_ext_leaf);
+      else
+        tickclock__strlcpy(why,
+                           "CPUID.80000007H:EDX[8] (invariant TSC) is clear and no hypervisor "
+                           "promises a stable TSC: the TSC may stop or change rate",
+                           n);
+      return TICKCLOCK__TRUST_NO;
     }
   }
   if (ev->os_linux) {
@@ -116,24 +182,46 @@ static int tickclock__counter_trusted(const tickclock_evidence *ev, char *why, s
                          "cannot read /sys/devices/system/clocksource/clocksource0/"
                          "current_clocksource: the kernel's verdict on the counter is unknown",
                          n);
-      return 0;
+      return TICKCLOCK__TRUST_NO;
     }
     if (ev->arch_counter == TICKCLOCK_SOURCE_TSC && strcmp(ev->clocksource, "tsc") != 0) {
-      tickclock__fmt(why, n,
-               "the kernel's clocksource is '%s', not 'tsc': the kernel does not use the "
-               "TSC here",
-               ev->clocksource);
-      return 0;
+      int listed = ev->available_known && tickclock__has_word(ev->available_clocksource, "tsc");
+      if (!tickclock__is_paravirt_clock(ev->clocksource)) {
+        tickclock__fmt(why, n,
+                       "the kernel's clocksource is '%s', not 'tsc': the kernel rejected the "
+                       "TSC (watchdog or sync check)",
+                       ev->clocksource);
+        return TICKCLOCK__TRUST_NO;
+      }
+      if (!listed) {
+        tickclock__fmt(why, n,
+                       "the kernel uses the paravirtual clock '%s' and does not offer 'tsc' "
+                       "(available: '%s'): it marked the TSC unstable or never registered it",
+                       ev->clocksource,
+                       ev->available_known ? ev->available_clocksource : "unknown");
+        return TICKCLOCK__TRUST_NO;
+      }
+      {
+        tickclock_freq hv;
+        if (!tickclock_x86_freq_hypervisor(&ev->x86, &hv)) {
+          tickclock__fmt(why, n,
+                         "the kernel prefers the paravirtual clock '%s' and the hypervisor "
+                         "publishes no TSC frequency leaf to cross-check the TSC against",
+                         ev->clocksource);
+          return TICKCLOCK__TRUST_NO;
+        }
+      }
+      verdict = TICKCLOCK__TRUST_IF_HV_AGREES;
     }
   }
   if (ev->counter_read_ns > 0 && ev->os_read_ns > 0 && ev->counter_read_ns > ev->os_read_ns) {
     tickclock__fmt(why, n,
-             "a counter read costs %.1f ns, more than clock_gettime's %.1f ns: trapped or "
-             "emulated",
-             ev->counter_read_ns, ev->os_read_ns);
-    return 0;
+                   "a counter read costs %.1f ns, more than clock_gettime's %.1f ns: trapped or "
+                   "emulated",
+                   ev->counter_read_ns, ev->os_read_ns);
+    return TICKCLOCK__TRUST_NO;
   }
-  return 1;
+  return verdict;
 }
 
 /* The OS fallback: CLOCK_MONOTONIC (ticks are ns, conversion is the
@@ -150,18 +238,152 @@ static void tickclock__fill_system(const tickclock_evidence *ev, tickclock_info 
   out->hz_den = 1;
   out->hz = (double)hz;
   out->freq_method = os == TICKCLOCK_SOURCE_SYSTEM ? TICKCLOCK_FREQ_IDENTITY : TICKCLOCK_FREQ_OS;
+  out->freq_detail = os == TICKCLOCK_SOURCE_SYSTEM ? "identity" : "query_performance_frequency";
   out->uncertainty_ppm = 0;
   out->resolution_ns = ev->os_resolution_ns > 0 ? ev->os_resolution_ns : 1e9 / (double)hz;
   tickclock_conv_init(&out->conv, out->hz_num, out->hz_den);
 }
 
+/* Preference rank (lower is preferred); see the policy at the top. */
+static int tickclock__freq_rank(const tickclock_freq_candidate *c, int in_vm) {
+  const char *n = c->name;
+  if (strcmp(n, "perf_page") == 0) return 0;
+  if (strcmp(n, "cpuid_15h_crystal") == 0 || strcmp(n, "cpuid_15h_known_crystal") == 0)
+    return in_vm ? 3 : 1;
+  if (strcmp(n, "hypervisor_40000010") == 0 || strcmp(n, "xen_leaf3") == 0) return 2;
+  if (strcmp(n, "calibration") == 0) return 4;
+  if (strcmp(n, "cpuid_15h_from_16h") == 0) return 5;
+  return 6; /* cpuid_16h */
+}
+
+static tickclock_freq_candidate *tickclock__add_freq(tickclock_info *out, const char *name,
+                                                     int method, uint64_t num, uint64_t den,
+                                                     double unc) {
+  tickclock_freq_candidate *c;
+  if (out->n_freqs >= TICKCLOCK_MAX_FREQS || num == 0 || den == 0) return NULL;
+  c = &out->freqs[out->n_freqs++];
+  tickclock__reduce(&num, &den);
+  c->name = name;
+  c->method = method;
+  c->hz_num = num;
+  c->hz_den = den;
+  c->hz = (double)num / (double)den;
+  c->uncertainty_ppm = unc;
+  return c;
+}
+
+/* Every frequency source the evidence holds, for the arch counter. */
+static void tickclock__collect_freqs(const tickclock_evidence *ev, tickclock_info *out) {
+  tickclock_freq f;
+  if (ev->arch_counter != TICKCLOCK_SOURCE_TSC) {
+    if (ev->cal.ok)
+      tickclock__add_freq(out, "calibration", TICKCLOCK_FREQ_CALIBRATED, ev->cal.hz_num,
+                          ev->cal.hz_den, ev->cal.uncertainty_ppm);
+    return;
+  }
+  if (ev->cal.ok)
+    tickclock__add_freq(out, "calibration", TICKCLOCK_FREQ_CALIBRATED, ev->cal.hz_num,
+                        ev->cal.hz_den, ev->cal.uncertainty_ppm);
+  /* perf page: ns = cyc * mult >> shift, so Hz = 1e9 * 2^shift / mult */
+  if (ev->perf.ok && ev->perf.cap_user_time && ev->perf.time_mult != 0 &&
+      ev->perf.time_shift <= 32)
+    tickclock__add_freq(out, "perf_page", TICKCLOCK_FREQ_PERF_PAGE,
+                        UINT64_C(1000000000) << ev->perf.time_shift, ev->perf.time_mult,
+                        1e6 / (double)ev->perf.time_mult);
+  if (tickclock_x86_freq_leaf15(&ev->x86, &f))
+    tickclock__add_freq(out, f.name, f.method, f.hz_num, f.hz_den, f.uncertainty_ppm);
+  if (tickclock_x86_freq_hypervisor(&ev->x86, &f))
+    tickclock__add_freq(out, f.name, f.method, f.hz_num, f.hz_den, f.uncertainty_ppm);
+  if (tickclock_x86_freq_leaf16(&ev->x86, &f))
+    tickclock__add_freq(out, f.name, f.method, f.hz_num, f.hz_den, f.uncertainty_ppm);
+}
+
+/* Cross-check every source against calibration; pairwise matrix. */
+static void tickclock__check_freqs(const tickclock_evidence *ev, tickclock_info *out) {
+  unsigned i, j;
+  for (i = 0; i < out->n_freqs; i++) {
+    tickclock_freq_candidate *c = &out->freqs[i];
+    if (strcmp(c->name, "calibration") == 0) {
+      c->usable = 1;
+      tickclock__fmt(c->reason, sizeof c->reason,
+                     "measured against CLOCK_MONOTONIC_RAW over %.1f ms, +-%.2f ppm",
+                     (double)ev->cal.ns / 1e6, ev->cal.uncertainty_ppm);
+      continue;
+    }
+    if (!ev->cal.ok) {
+      c->usable = 0;
+      tickclock__strlcpy(c->reason, "not cross-checked: no calibration", sizeof c->reason);
+      continue;
+    }
+    c->checked = 1;
+    c->ppm_vs_calibration = tickclock__ppm(c->hz_num, c->hz_den, ev->cal.hz_num, ev->cal.hz_den);
+    c->bound_ppm = TICKCLOCK_AGREE_PPM + ev->cal.uncertainty_ppm + c->uncertainty_ppm;
+    if (c->ppm_vs_calibration > c->bound_ppm || c->ppm_vs_calibration < -c->bound_ppm) {
+      c->usable = 0;
+      tickclock__fmt(c->reason, sizeof c->reason,
+                     "refused: %.3f MHz disagrees with calibration by %+.1f ppm (bound %.1f ppm)",
+                     c->hz / 1e6, c->ppm_vs_calibration, c->bound_ppm);
+    } else {
+      c->usable = 1;
+      tickclock__fmt(c->reason, sizeof c->reason,
+                     "agrees with calibration: %+.2f ppm (bound %.1f ppm)",
+                     c->ppm_vs_calibration, c->bound_ppm);
+    }
+  }
+  out->max_disagreement_ppm = 0;
+  for (i = 0; i < out->n_freqs; i++)
+    for (j = 0; j < out->n_freqs; j++) {
+      double d = i == j ? 0
+                        : tickclock__ppm(out->freqs[i].hz_num, out->freqs[i].hz_den,
+                                         out->freqs[j].hz_num, out->freqs[j].hz_den);
+      double a = d < 0 ? -d : d;
+      out->freq_disagreement_ppm[i][j] = d;
+      if (a > out->max_disagreement_ppm) out->max_disagreement_ppm = a;
+    }
+}
+
+/* The preferred usable source, or NULL. */
+static tickclock_freq_candidate *tickclock__pick_freq(const tickclock_evidence *ev,
+                                                      tickclock_info *out) {
+  tickclock_freq_candidate *best = NULL;
+  unsigned i;
+  int in_vm = ev->x86.hypervisor;
+  for (i = 0; i < out->n_freqs; i++) {
+    tickclock_freq_candidate *c = &out->freqs[i];
+    if (!c->usable) continue;
+    if (best == NULL || tickclock__freq_rank(c, in_vm) < tickclock__freq_rank(best, in_vm))
+      best = c;
+  }
+  if (best) {
+    for (i = 0; i < out->n_freqs; i++) {
+      tickclock_freq_candidate *c = &out->freqs[i];
+      if (c != best && c->usable && tickclock__freq_rank(c, in_vm) > tickclock__freq_rank(best, in_vm)) {
+        char tmp[TICKCLOCK_REASON_LEN];
+        tickclock__fmt(tmp, sizeof tmp, "%s; not used: %s ranks higher", c->reason, best->name);
+        tickclock__strlcpy(c->reason, tmp, sizeof c->reason);
+      }
+    }
+  }
+  return best;
+}
+
+static void tickclock__env_refused(tickclock_info *out, int forced, const char *name,
+                                   const char *because) {
+  out->request_refused = 1;
+  if (forced == 2)
+    tickclock__fmt(out->env_error, sizeof out->env_error,
+                   "TICKCLOCK_SOURCE=%s is unusable (%s); keeping the automatic choice", name,
+                   because);
+}
+
 int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
   int requested = TICKCLOCK_SOURCE_AUTO;
   int forced = 0;
-  int executable = 0, trusted = 0, use_counter = 0;
+  int executable = 0, trusted = TICKCLOCK__TRUST_NO, use_counter = 0;
   char exec_why[TICKCLOCK_REASON_LEN] = "";
   char trust_why[TICKCLOCK_REASON_LEN] = "";
   tickclock_candidate *sys, *cnt = NULL;
+  tickclock_freq_candidate *fc = NULL;
   const char *cname = tickclock_source_name(ev->arch_counter);
 
   memset(out, 0, sizeof *out);
@@ -214,69 +436,86 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
       const char *because = (cnt && requested == ev->arch_counter)
                                 ? exec_why
                                 : "it does not exist on this CPU architecture";
-      out->request_refused = 1;
-      if (forced == 2)
-        tickclock__fmt(out->env_error, sizeof out->env_error,
-                 "TICKCLOCK_SOURCE=%s is unusable (%s); keeping the automatic choice",
-                 tickclock_source_name(requested), because);
+      tickclock__env_refused(out, forced, tickclock_source_name(requested), because);
       forced = 0;
       requested = TICKCLOCK_SOURCE_AUTO;
     }
   }
-  if (!forced) use_counter = cnt && executable && trusted;
+  if (!forced) use_counter = cnt && executable && trusted != TICKCLOCK__TRUST_NO;
 
+  /* 4. frequency: calibrate, collect every source, cross-check, pick */
+  if (use_counter && !ev->cal.ok && ev->cal.ticks == 0 && ev->cal.ns == 0)
+    return 1; /* not attempted yet: the caller calibrates and asks again */
+  if (cnt) {
+    tickclock__collect_freqs(ev, out);
+    tickclock__check_freqs(ev, out);
+  }
   if (use_counter) {
+    const char *fail = NULL;
+    char buf[TICKCLOCK_REASON_LEN];
     if (!ev->cal.ok) {
-      if (ev->cal.ticks == 0 && ev->cal.ns == 0) return 1; /* not attempted yet */
-      use_counter = 0;
-      tickclock__strlcpy(trust_why,
-                         "calibration against CLOCK_MONOTONIC_RAW failed (the counter did not "
-                         "advance with the clock)",
-                         sizeof trust_why);
-      trusted = 0;
-      if (forced) {
-        out->request_refused = 1;
-        if (forced == 2)
-          tickclock__fmt(out->env_error, sizeof out->env_error,
-                   "TICKCLOCK_SOURCE=%s is unusable (%s); keeping the automatic choice",
-                   cname, trust_why);
-        forced = 0;
+      fail = "calibration against CLOCK_MONOTONIC_RAW failed (the counter did not advance "
+             "with the clock)";
+    } else if (!forced && trusted == TICKCLOCK__TRUST_IF_HV_AGREES) {
+      unsigned i;
+      int agreed = 0;
+      for (i = 0; i < out->n_freqs; i++)
+        if (out->freqs[i].method == TICKCLOCK_FREQ_HYPERVISOR && out->freqs[i].usable) agreed = 1;
+      if (!agreed) {
+        tickclock__fmt(buf, sizeof buf,
+                       "the kernel prefers the paravirtual clock '%s' and the hypervisor's TSC "
+                       "frequency disagrees with calibration",
+                       ev->clocksource);
+        fail = buf;
       }
-    } else if (tickclock_conv_init(&out->conv, ev->cal.hz_num, ev->cal.hz_den) != TICKCLOCK_OK) {
+    }
+    if (fail == NULL) {
+      fc = tickclock__pick_freq(ev, out);
+      if (fc == NULL) fail = "no frequency source agrees with calibration";
+      else if (tickclock_conv_init(&out->conv, fc->hz_num, fc->hz_den) != TICKCLOCK_OK) {
+        tickclock__fmt(buf, sizeof buf, "frequency %.0f Hz is outside the supported 1 Hz..1 THz",
+                       fc->hz);
+        fail = buf;
+        fc = NULL;
+      }
+    }
+    if (fail != NULL) {
       use_counter = 0;
-      trusted = 0;
-      tickclock__fmt(trust_why, sizeof trust_why,
-               "calibrated frequency %.0f Hz is outside the supported 1 Hz..1 THz", ev->cal.hz);
+      trusted = TICKCLOCK__TRUST_NO;
+      tickclock__strlcpy(trust_why, fail, sizeof trust_why);
       if (forced) {
-        out->request_refused = 1;
+        tickclock__env_refused(out, forced, cname, trust_why);
         forced = 0;
       }
     }
   }
 
-  /* 4. record */
+  /* 5. record */
   out->forced = forced;
-  if (use_counter) {
+  if (use_counter && fc != NULL) {
     out->source = ev->arch_counter;
-    out->hz_num = ev->cal.hz_num;
-    out->hz_den = ev->cal.hz_den;
+    out->hz_num = fc->hz_num;
+    out->hz_den = fc->hz_den;
     out->hz = (double)out->hz_num / (double)out->hz_den;
-    out->freq_method = TICKCLOCK_FREQ_CALIBRATED;
-    out->uncertainty_ppm = ev->cal.uncertainty_ppm;
+    out->freq_method = fc->method;
+    out->freq_detail = fc->name;
+    out->uncertainty_ppm = fc->uncertainty_ppm;
     out->resolution_ns = 1e9 / out->hz;
+    fc->chosen = 1;
     cnt->chosen = 1;
     cnt->usable = 1;
-    if (forced && !trusted)
+    if (forced && trusted == TICKCLOCK__TRUST_NO)
       tickclock__fmt(cnt->reason, sizeof cnt->reason, "forced by %s although %s",
                forced == 1 ? "tickclock_config" : "TICKCLOCK_SOURCE", trust_why);
     else
       tickclock__fmt(cnt->reason, sizeof cnt->reason,
-               "%s%s, %.1f ns per read, %.6f MHz calibrated (+-%.2f ppm)",
+               "%s%s, %.1f ns per read, %.6f MHz from %s",
                forced ? "forced; " : "",
                ev->arch_counter != TICKCLOCK_SOURCE_TSC ? "counter trusted"
-               : ev->os_linux                          ? "invariant TSC, clocksource tsc"
-                                                       : "invariant TSC",
-               ev->counter_read_ns, out->hz / 1e6, out->uncertainty_ppm);
+               : trusted == TICKCLOCK__TRUST_IF_HV_AGREES
+                   ? "invariant TSC, offered by the kernel, hypervisor frequency agrees"
+               : ev->os_linux ? "invariant TSC, clocksource tsc" : "invariant TSC",
+               ev->counter_read_ns, out->hz / 1e6, fc->name);
     tickclock__strlcpy(sys->reason, "not needed: the hardware counter is trusted and cheaper",
                        sizeof sys->reason);
     tickclock__fmt(out->why, sizeof out->why, "%s: %s", cname, cnt->reason);
@@ -284,7 +523,7 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
     tickclock__fill_system(ev, out);
     sys->chosen = 1;
     if (cnt) {
-      cnt->usable = executable && trusted;
+      cnt->usable = executable && trusted == TICKCLOCK__TRUST_YES;
       if (cnt->usable)
         tickclock__fmt(cnt->reason, sizeof cnt->reason, "usable, but %s was forced by %s",
                        sys->name, forced == 1 ? "tickclock_config" : "TICKCLOCK_SOURCE");

@@ -10,6 +10,15 @@
 #if defined(__linux__)
 #include <sys/prctl.h>
 #include <sys/auxv.h>
+#include <errno.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#if (defined(__x86_64__) || defined(__i386__)) && defined(SYS_perf_event_open) && \
+    !defined(TICKCLOCK_NO_PERF)
+#include <linux/perf_event.h>
+#define TICKCLOCK__HAVE_PERF 1
+#endif
 #endif
 
 /* secure_getenv semantics: ignore the environment in setuid/setgid (and
@@ -39,6 +48,59 @@ static void tickclock__read_sys_line(const char *path, char *buf, size_t n, int 
     *known = len > 0;
   }
   fclose(f);
+}
+#endif
+
+#if defined(TICKCLOCK__HAVE_PERF)
+/* The perf_event mmap page of a self-monitoring dummy event: the kernel's
+ * own TSC -> ns parameters (time_mult, time_shift), valid when
+ * cap_user_time says the kernel's clock is the TSC. Read under the page's
+ * seqlock (the lock word is odd while the kernel writes). */
+static void tickclock__read_perf_page(tickclock_perf_page *pp) {
+  struct perf_event_attr attr;
+  long fd;
+  long page = sysconf(_SC_PAGESIZE);
+  void *map;
+  int tries;
+  memset(&attr, 0, sizeof attr);
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.size = sizeof attr;
+  attr.config = PERF_COUNT_SW_DUMMY;
+  attr.exclude_kernel = 1;
+  attr.exclude_hv = 1;
+  pp->attempted = 1;
+  fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+  if (fd < 0) {
+    pp->err = errno;
+    return;
+  }
+  map = mmap(NULL, page > 0 ? (size_t)page : 4096u, PROT_READ, MAP_SHARED, (int)fd, 0);
+  if (map == MAP_FAILED) {
+    pp->err = errno;
+    close((int)fd);
+    return;
+  }
+  for (tries = 0; tries < 1000; tries++) {
+    const volatile struct perf_event_mmap_page *p = (const volatile struct perf_event_mmap_page *)map;
+    uint32_t seq = p->lock, seq2;
+    uint64_t caps;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    pp->version = p->version;
+    caps = p->capabilities;
+    pp->time_mult = p->time_mult;
+    pp->time_shift = p->time_shift;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    seq2 = p->lock;
+    if (seq == seq2 && !(seq & 1u)) {
+      /* capability bits: 2 cap_user_rdpmc, 3 cap_user_time, 4 cap_user_time_zero */
+      pp->cap_user_time = (int)((caps >> 3) & 1u);
+      pp->cap_user_time_zero = (int)((caps >> 4) & 1u);
+      pp->ok = 1;
+      break;
+    }
+  }
+  munmap(map, page > 0 ? (size_t)page : 4096u);
+  close((int)fd);
 }
 #endif
 
@@ -96,6 +158,12 @@ void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev) {
 #endif
   tickclock__read_sys_line("/sys/devices/system/clocksource/clocksource0/current_clocksource",
                            ev->clocksource, sizeof ev->clocksource, &ev->clocksource_known);
+  tickclock__read_sys_line("/sys/devices/system/clocksource/clocksource0/available_clocksource",
+                           ev->available_clocksource, sizeof ev->available_clocksource,
+                           &ev->available_known);
+#if defined(TICKCLOCK__HAVE_PERF)
+  if (ev->arch_counter == TICKCLOCK_SOURCE_TSC) tickclock__read_perf_page(&ev->perf);
+#endif
 #endif
 
   env = tickclock__secure_getenv("TICKCLOCK_SOURCE");

@@ -29,9 +29,18 @@ typedef int (*tickclock_cpuid_fn)(void *ctx, uint32_t leaf, uint32_t subleaf,
 int tickclock_cpuid_native(void *ctx, uint32_t leaf, uint32_t subleaf,
                            tickclock_cpuid_regs *out);
 
+/* Hypervisor kinds, from the signature at the hypervisor base leaf. */
+#define TICKCLOCK_HV_NONE 0
+#define TICKCLOCK_HV_KVM 1        /* "KVMKVMKVM\0\0\0" */
+#define TICKCLOCK_HV_XEN 2        /* "XenVMMXenVMM" */
+#define TICKCLOCK_HV_HYPERV 3     /* "Microsoft Hv" */
+#define TICKCLOCK_HV_VMWARE 4     /* "VMwareVMware" */
+#define TICKCLOCK_HV_VBOX 5       /* "VBoxVBoxVBox" */
+#define TICKCLOCK_HV_OTHER 6      /* any other signature (bhyve, TCG, ACRN, ...) */
+
 /* What the decider needs from CPUID, decoded with every leaf gated on the
  * maximum of its range (real CPUs and QEMU return another leaf's data past
- * the maximum). */
+ * the maximum). A *_valid flag says the leaf was inside its range. */
 typedef struct tickclock_x86_facts {
   int have_cpuid;
   char vendor[13];
@@ -43,9 +52,95 @@ typedef struct tickclock_x86_facts {
   int rdtscp;              /* CPUID.80000001H:EDX[27] */
   int invariant_tsc;       /* CPUID.80000007H:EDX[8] */
   int invariant_known;     /* leaf 0x80000007 exists */
+  int tsc_adjust;          /* CPUID.(7,0):EBX[1] (IA32_TSC_ADJUST MSR) */
+  int leaf7_valid;
+  char brand[49];          /* 0x80000002..4, leading blanks removed; "" if absent */
+  /* leaf 0x15: TSC/crystal ratio = numerator/denominator, crystal Hz */
+  int leaf15_valid;
+  uint32_t leaf15_den, leaf15_num, leaf15_crystal_hz;
+  /* leaf 0x16: base / max / bus MHz */
+  int leaf16_valid;
+  uint32_t base_mhz, max_mhz, bus_mhz;
+  /* hypervisor range: only when CPUID.1:ECX[31] is set and the base leaf
+   * answers with a maximum inside 0x4000xxxx */
+  int hv_valid;
+  uint32_t hv_base, hv_max_leaf; /* the first base (0x40000000) */
+  char hv_signature[13];   /* printable; non-printable bytes become '.' */
+  int hv_kind;             /* TICKCLOCK_HV_* */
+  uint32_t kvm_base;       /* 0 if no KVM signature found in the scan */
+  uint32_t kvm_features, kvm_hints; /* kvm_base+1 EAX, EDX */
+  int kvm_features_valid;
+  uint32_t xen_base, xen_max_leaf; /* 0 if no Xen signature found */
+  int xen_leaf3_valid;     /* xen_base+3 subleaf 0 inside the Xen range */
+  uint32_t xen_tsc_flags;  /* EAX: bit0 vtsc (RDTSC emulated), bit1 host TSC reliable, bit2 rdtscp */
+  uint32_t xen_tsc_mode;   /* EBX: 0 default, 1 always emulate, 2 never emulate, 3 pvrdtscp */
+  uint32_t xen_tsc_khz;    /* ECX: guest TSC kHz */
+  int hyperv_valid;        /* 0x40000003 inside a Hyper-V range */
+  uint32_t hyperv_features, hyperv_misc; /* 0x40000003 EAX, EDX */
+  int hyperv_freq_msrs;    /* EAX[11] AccessFrequencyMsrs and EDX[8] frequency MSRs available */
+  int hyperv_tsc_invariant; /* EAX[15] AccessTscInvariantControls */
+  int timing_leaf_valid;   /* base+0x10 inside the range, signature VMware or KVM */
+  uint32_t timing_tsc_khz, timing_bus_khz; /* base+0x10 EAX, EBX */
 } tickclock_x86_facts;
 
 void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out);
+
+/* ---- frequency rules (pure, 64-bit rational arithmetic) --------------- */
+typedef struct tickclock_freq {
+  int ok;
+  uint64_t hz_num, hz_den;  /* reduced */
+  int method;               /* tickclock_freq_method */
+  const char *name;         /* "cpuid_15h_crystal", ... (tsc_hz.method) */
+  double uncertainty_ppm;   /* quantisation of the reported value; 0 if exact */
+} tickclock_freq;
+
+/* Linux's rule for leaf 0x15 (GenuineIntel only): crystal from ECX
+ * ("cpuid_15h_crystal"); else a known crystal for Denverton 25 MHz,
+ * Skylake/Kaby Lake client 24 MHz, Goldmont 19.2 MHz
+ * ("cpuid_15h_known_crystal"); else crystal = 0x16 base x den / num
+ * ("cpuid_15h_from_16h"). */
+int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out);
+/* Leaf 0x16 base MHz ("cpuid_16h"): nominal, GenuineIntel only. */
+int tickclock_x86_freq_leaf16(const tickclock_x86_facts *f, tickclock_freq *out);
+/* Hypervisor timing leaves: VMware/KVM base+0x10 EAX ("hypervisor_40000010"),
+ * Xen base+3 subleaf 0 ECX ("xen_leaf3"). */
+int tickclock_x86_freq_hypervisor(const tickclock_x86_facts *f, tickclock_freq *out);
+/* The CPUID-only answer (what `tickclock-probe cpuid` reports as tsc_hz):
+ * under a hypervisor its timing leaf first; then 0x15, then 0x16. */
+int tickclock_x86_freq_cpuid(const tickclock_x86_facts *f, tickclock_freq *out);
+/* num/den reduced by their gcd; den 0 leaves them untouched. */
+void tickclock__reduce(uint64_t *num, uint64_t *den);
+/* Signed disagreement of a against b in ppm: (a/b - 1) * 1e6. */
+double tickclock__ppm(uint64_t a_num, uint64_t a_den, uint64_t b_num, uint64_t b_den);
+
+/* ---- CPUID fixtures (pure parser; the format is in DESIGN.md) ----------- */
+#define TICKCLOCK_FIXTURE_MAX_LEAVES 512
+#define TICKCLOCK_FIXTURE_MAX_META 48
+typedef struct tickclock_fixture_leaf {
+  uint32_t leaf, subleaf;
+  tickclock_cpuid_regs r;
+} tickclock_fixture_leaf;
+typedef struct tickclock_fixture_meta {
+  char key[48];
+  char value[208];
+  unsigned line;
+} tickclock_fixture_meta;
+typedef struct tickclock_fixture {
+  unsigned n_leaves;
+  tickclock_fixture_leaf leaves[TICKCLOCK_FIXTURE_MAX_LEAVES];
+  unsigned n_meta;
+  tickclock_fixture_meta meta[TICKCLOCK_FIXTURE_MAX_META];
+} tickclock_fixture;
+
+/* Parses len bytes of buf. Returns 0 on success; on error returns the
+ * 1-based line number and writes "NAME:LINE: what" into err. */
+unsigned tickclock_fixture_parse(const char *buf, size_t len, const char *name,
+                                 tickclock_fixture *out, char *err, size_t errlen);
+/* A tickclock_cpuid_fn over a parsed fixture (ctx = the fixture). */
+int tickclock_fixture_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf,
+                            tickclock_cpuid_regs *out);
+/* The value of "# key: value", or NULL. */
+const char *tickclock_fixture_meta_get(const tickclock_fixture *fx, const char *key);
 
 /* ---- evidence ------------------------------------------------------------ */
 #define TICKCLOCK_PRCTL_UNKNOWN 0
@@ -61,6 +156,24 @@ typedef struct tickclock_calibration {
   uint64_t bracket_start, bracket_end; /* tightest (counter, clock, counter) widths, ticks */
 } tickclock_calibration;
 
+/* The perf_event mmap page of a self-monitoring event: the kernel's own
+ * TSC -> ns conversion (ns = (tsc * time_mult) >> time_shift), valid only
+ * when cap_user_time is set (the kernel's clocksource is the TSC). */
+typedef struct tickclock_perf_page {
+  int attempted;           /* perf_event_open was tried */
+  int ok;                  /* the page was mapped and read consistently */
+  int err;                 /* errno of the failing call, 0 if none */
+  uint32_t version;        /* the page's version field (as the kernel left it) */
+  int cap_user_time, cap_user_time_zero;
+  uint32_t time_mult;
+  uint32_t time_shift;
+} tickclock_perf_page;
+
+/* Agreement bound: a frequency source is refused when it disagrees with
+ * calibration by more than TICKCLOCK_AGREE_PPM plus the calibration's own
+ * uncertainty and the source's quantisation. */
+#define TICKCLOCK_AGREE_PPM 25.0
+
 typedef struct tickclock_evidence {
   int arch_counter;            /* the ISA's counter source, 0 if none */
   tickclock_x86_facts x86;     /* x86 only */
@@ -70,6 +183,9 @@ typedef struct tickclock_evidence {
   int tsc_prctl;               /* TICKCLOCK_PRCTL_* */
   int clocksource_known;
   char clocksource[32];        /* current_clocksource, e.g. "tsc" */
+  int available_known;
+  char available_clocksource[128]; /* available_clocksource, e.g. "tsc hpet acpi_pm" */
+  tickclock_perf_page perf;    /* x86 Linux only */
   double counter_read_ns;      /* measured, 0 if not measured */
   double os_read_ns;           /* measured, 0 if not measured */
   double os_resolution_ns;     /* clock_getres(CLOCK_MONOTONIC) */
@@ -78,6 +194,13 @@ typedef struct tickclock_evidence {
   int have_env;                /* TICKCLOCK_SOURCE was set (and honoured) */
   char env_value[40];          /* its value, truncated */
 } tickclock_evidence;
+
+/* Evidence replayed from a fixture: the decoded leaves, and from its
+ * metadata "# clocksource:", "# available_clocksource:", "# calibration_hz:"
+ * (a decimal, or NUM/DEN), "# read_ns.tsc:", "# read_ns.system:",
+ * "# perf.time_mult:", "# perf.time_shift:" (cap_user_time set when both
+ * are given). Without a clocksource the Linux checks are off. */
+void tickclock_fixture_evidence(const tickclock_fixture *fx, tickclock_evidence *ev);
 
 /* Pure: evidence -> decision (a filled tickclock_info, conversion included).
  * Returns 1 if the decision needs a calibration of the arch counter that

@@ -145,6 +145,25 @@ typedef struct tickclock_candidate {
   char reason[TICKCLOCK_REASON_LEN]; /* why usable / refused */
 } tickclock_candidate;
 
+/* One frequency source for the counter, measured or read, and what the
+ * decider made of it (see decide.c for the policy). */
+#define TICKCLOCK_MAX_FREQS 8
+typedef struct tickclock_freq_candidate {
+  const char *name;          /* "calibration", "perf_page", "cpuid_15h_crystal",
+                                "cpuid_15h_known_crystal", "cpuid_15h_from_16h",
+                                "cpuid_16h", "hypervisor_40000010", "xen_leaf3" */
+  int method;                /* tickclock_freq_method */
+  uint64_t hz_num, hz_den;   /* reduced rational, Hz */
+  double hz;
+  double uncertainty_ppm;    /* the source's own quantisation / measurement bound */
+  int checked;               /* compared with calibration */
+  double ppm_vs_calibration; /* (hz / calibrated - 1) * 1e6, when checked */
+  double bound_ppm;          /* the agreement bound it was held to, when checked */
+  int usable;                /* may be used: agreed with calibration (or is it) */
+  int chosen;
+  char reason[TICKCLOCK_REASON_LEN];
+} tickclock_freq_candidate;
+
 typedef struct tickclock_info {
   /* hot: read by tickclock_to_ns/tickclock_delta_ns, one cache line */
   int source;               /* tickclock_source in use */
@@ -163,6 +182,14 @@ typedef struct tickclock_info {
   char env_error[TICKCLOCK_REASON_LEN]; /* bad TICKCLOCK_SOURCE, or "" */
   unsigned n_candidates;
   tickclock_candidate candidates[TICKCLOCK_MAX_CANDIDATES];
+  /* Added with the x86 evidence work: */
+  const char *freq_detail;  /* the precise rule, e.g. "cpuid_15h_crystal",
+                               "calibration", "identity" (probe: tsc_hz.method) */
+  unsigned n_freqs;         /* frequency sources found for the counter */
+  tickclock_freq_candidate freqs[TICKCLOCK_MAX_FREQS];
+  /* pairwise disagreement (freqs[i].hz / freqs[j].hz - 1) * 1e6 */
+  double freq_disagreement_ppm[TICKCLOCK_MAX_FREQS][TICKCLOCK_MAX_FREQS];
+  double max_disagreement_ppm; /* largest |entry| above, 0 with < 2 sources */
 } tickclock_info;
 
 const char *tickclock_source_name(int source);

@@ -86,7 +86,8 @@ TEST_CASE("refusals, each with its reason") {
   ev.tsc_prctl = TICKCLOCK_PRCTL_SIGSEGV;
   expect_refused(ev, "PR_SET_TSC");
   ev = healthy();
-  ev.x86.invariant_known = 0;
+  ev.x86.invariant_known = 0;  // leaf 0x80000007 absent: the bit reads as clear
+  ev.x86.invariant_tsc = 0;
   ev.x86.max_ext_leaf = 0x80000004;
   expect_refused(ev, "0x80000004");
   ev = healthy();

@@ -1,0 +1,345 @@
+// tickclock-probe cpuid [--file F] [--dump] [--json]
+//
+// Decodes this CPU (or a recorded dump, --file) with the core's pure
+// decoder and frequency rules. --dump prints the leaves in the fixture
+// format of DESIGN.md, so a user on a new CPU or hypervisor can contribute
+// one; --json prints the keys DESIGN.md fixes (absent data is null).
+#include <sys/utsname.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "internal.h"
+#include "src/probe/commands.h"
+#include "src/probe/json.h"
+
+namespace tickclock_probe {
+namespace {
+
+struct Leaf {
+  uint32_t leaf, subleaf;
+  tickclock_cpuid_regs r;
+};
+
+std::string hex8(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%08x", v);
+  return b;
+}
+
+std::string read_line(const char *path) {
+  FILE *f = std::fopen(path, "r");
+  if (!f) return "";
+  char buf[256] = "";
+  if (!std::fgets(buf, sizeof buf, f)) buf[0] = '\0';
+  std::fclose(f);
+  std::string s = buf;
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// Every leaf of this CPU worth keeping, ranges gated as the decoder does.
+std::vector<Leaf> enumerate_native() {
+  std::vector<Leaf> out;
+  auto get = [&](uint32_t leaf, uint32_t sub) {
+    Leaf l{leaf, sub, {0, 0, 0, 0}};
+    tickclock_cpuid_native(nullptr, leaf, sub, &l.r);
+    return l;
+  };
+  auto nonzero = [](const Leaf &l) { return l.r.eax | l.r.ebx | l.r.ecx | l.r.edx; };
+  Leaf l0 = get(0, 0);
+  if (!tickclock_cpuid_native(nullptr, 0, 0, &l0.r)) return out;
+  uint32_t max = l0.r.eax > 0x7f ? 0x7f : l0.r.eax;
+  bool hv = false;
+  for (uint32_t leaf = 0; leaf <= max; leaf++) {
+    Leaf s0 = get(leaf, 0);
+    out.push_back(s0);
+    if (leaf == 1) hv = (s0.r.ecx >> 31) & 1;
+    if (leaf == 4) {
+      for (uint32_t s = 1; s < 16; s++) {
+        Leaf l = get(leaf, s);
+        if ((l.r.eax & 0x1f) == 0) break;
+        out.push_back(l);
+      }
+    } else if (leaf == 0xb || leaf == 0x1f) {
+      for (uint32_t s = 1; s < 8; s++) {
+        Leaf l = get(leaf, s);
+        if (((l.r.ecx >> 8) & 0xff) == 0) break;
+        out.push_back(l);
+      }
+    } else if (leaf == 0xd) {
+      for (uint32_t s = 1; s < 64; s++) {
+        Leaf l = get(leaf, s);
+        if (nonzero(l)) out.push_back(l);
+      }
+    } else if (leaf == 0xf || leaf == 0x10 || leaf == 0x12) {
+      for (uint32_t s = 1; s < 4; s++) {
+        Leaf l = get(leaf, s);
+        if (nonzero(l)) out.push_back(l);
+      }
+    } else if (leaf == 7 || leaf == 0x14 || leaf == 0x17 || leaf == 0x18 || leaf == 0x1d ||
+               leaf == 0x20 || leaf == 0x23) {
+      uint32_t n = s0.r.eax > 15 ? 15 : s0.r.eax;
+      for (uint32_t s = 1; s <= n; s++) out.push_back(get(leaf, s));
+    }
+  }
+  if (hv) {
+    for (uint32_t base = 0x40000000u; base < 0x40010000u; base += 0x100u) {
+      Leaf b = get(base, 0);
+      if (b.r.eax < base || b.r.eax > base + 0xff) continue;
+      out.push_back(b);
+      for (uint32_t leaf = base + 1; leaf <= b.r.eax; leaf++) {
+        out.push_back(get(leaf, 0));
+        if (leaf == base + 3) {  // Xen's TSC leaf has subleaves 1 and 2
+          char sig[13];
+          std::memcpy(sig, &b.r.ebx, 4);
+          std::memcpy(sig + 4, &b.r.ecx, 4);
+          std::memcpy(sig + 8, &b.r.edx, 4);
+          if (std::memcmp(sig, "XenVMMXenVMM", 12) == 0)
+            for (uint32_t s = 1; s < 3; s++) out.push_back(get(leaf, s));
+        }
+      }
+    }
+  }
+  Leaf e = get(0x80000000u, 0);
+  if (e.r.eax >= 0x80000000u && e.r.eax <= 0x8000ffffu) {
+    uint32_t emax = e.r.eax > 0x8000007fu ? 0x8000007fu : e.r.eax;
+    for (uint32_t leaf = 0x80000000u; leaf <= emax; leaf++) {
+      out.push_back(get(leaf, 0));
+      if (leaf == 0x8000001du)
+        for (uint32_t s = 1; s < 8; s++) {
+          Leaf l = get(leaf, s);
+          if ((l.r.eax & 0x1f) == 0) break;
+          out.push_back(l);
+        }
+    }
+  }
+  if (out.size() > TICKCLOCK_FIXTURE_MAX_LEAVES) out.resize(TICKCLOCK_FIXTURE_MAX_LEAVES);
+  return out;
+}
+
+void print_dump(const std::vector<Leaf> &leaves, bool native) {
+  if (native) {
+    struct utsname u;
+    std::time_t now = std::time(nullptr);
+    char date[64];
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    std::printf("# source: tickclock-probe cpuid --dump\n");
+    std::printf("# date: %s\n", date);
+    if (uname(&u) == 0) std::printf("# kernel: %s %s %s\n", u.sysname, u.release, u.machine);
+    std::string cs = read_line("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+    std::string av = read_line("/sys/devices/system/clocksource/clocksource0/available_clocksource");
+    if (!cs.empty()) std::printf("# clocksource: %s\n", cs.c_str());
+    if (!av.empty()) std::printf("# available_clocksource: %s\n", av.c_str());
+  }
+  for (const Leaf &l : leaves)
+    std::printf("%s %s %s %s %s %s\n", hex8(l.leaf).c_str(), hex8(l.subleaf).c_str(),
+                hex8(l.r.eax).c_str(), hex8(l.r.ebx).c_str(), hex8(l.r.ecx).c_str(),
+                hex8(l.r.edx).c_str());
+}
+
+std::string hz_text(const tickclock_freq &f) {
+  char b[64];
+  if (f.hz_den == 1)
+    std::snprintf(b, sizeof b, "%llu", (unsigned long long)f.hz_num);
+  else
+    std::snprintf(b, sizeof b, "%.3f", (double)f.hz_num / (double)f.hz_den);
+  return b;
+}
+
+void print_json(const tickclock_x86_facts &x) {
+  tickclock_freq f;
+  int have_f = tickclock_x86_freq_cpuid(&x, &f);
+  std::string o = "{";
+  auto key = [&](const char *k) {
+    if (o.size() > 1) o += ", ";
+    o += json_str(k) + ": ";
+  };
+  key("vendor");
+  o += x.have_cpuid ? json_str(x.vendor) : "null";
+  key("family");
+  o += x.max_leaf >= 1 ? json_u(x.family) : "null";
+  key("model");
+  o += x.max_leaf >= 1 ? json_u(x.model) : "null";
+  key("stepping");
+  o += x.max_leaf >= 1 ? json_u(x.stepping) : "null";
+  key("tsc");
+  o += x.max_leaf >= 1 ? json_b(x.tsc) : "null";
+  key("rdtscp");
+  o += x.max_ext_leaf >= 0x80000001u ? json_b(x.rdtscp) : "null";
+  key("invariant_tsc");
+  o += x.invariant_known ? json_b(x.invariant_tsc) : "null";
+  key("hypervisor_bit");
+  o += x.max_leaf >= 1 ? json_b(x.hypervisor) : "null";
+  key("leaf15");
+  if (x.leaf15_valid) {
+    o += "{\"denominator\": " + json_u(x.leaf15_den) + ", \"numerator\": " +
+         json_u(x.leaf15_num) + ", \"crystal_hz\": " +
+         (x.leaf15_crystal_hz ? json_u(x.leaf15_crystal_hz) : std::string("null")) + "}";
+  } else {
+    o += "null";
+  }
+  key("base_mhz");
+  o += x.leaf16_valid && x.base_mhz ? json_u(x.base_mhz) : "null";
+  key("hypervisor");
+  if (x.hv_valid) {
+    std::string khz = "null";
+    if (x.timing_leaf_valid && x.timing_tsc_khz) khz = json_u(x.timing_tsc_khz);
+    else if (x.xen_leaf3_valid && x.xen_tsc_khz) khz = json_u(x.xen_tsc_khz);
+    o += "{\"signature\": " + json_str(x.hv_signature) + ", \"max_leaf\": " +
+         json_u(x.hv_max_leaf) + ", \"tsc_khz\": " + khz + "}";
+  } else {
+    o += "null";
+  }
+  key("brand");
+  o += x.brand[0] ? json_str(x.brand) : "null";
+  key("tsc_hz");
+  if (have_f)
+    o += "{\"value\": " + hz_text(f) + ", \"method\": " + json_str(f.name) + "}";
+  else
+    o += "{\"value\": null, \"method\": null}";
+  o += "}";
+  std::printf("%s\n", o.c_str());
+}
+
+const char *yn(int v) { return v ? "yes" : "no"; }
+
+void print_human(const tickclock_x86_facts &x, const char *what) {
+  tickclock_freq f;
+  std::printf("CPUID of %s\n", what);
+  if (!x.have_cpuid) {
+    std::printf("  no CPUID\n");
+    return;
+  }
+  std::printf("  vendor        %s (max basic leaf 0x%x, max extended leaf 0x%x)\n", x.vendor,
+              (unsigned)x.max_leaf, (unsigned)x.max_ext_leaf);
+  std::printf("  brand         %s\n", x.brand[0] ? x.brand : "(none)");
+  std::printf("  family/model  0x%x / 0x%x, stepping %u\n", (unsigned)x.family, (unsigned)x.model,
+              (unsigned)x.stepping);
+  std::printf("  TSC %s, RDTSCP %s, invariant TSC %s, TSC_ADJUST %s, hypervisor bit %s\n",
+              yn(x.tsc), yn(x.rdtscp), x.invariant_known ? yn(x.invariant_tsc) : "unknown",
+              yn(x.tsc_adjust), yn(x.hypervisor));
+  if (x.leaf15_valid)
+    std::printf("  leaf 0x15     ratio %u/%u, crystal %u Hz\n", (unsigned)x.leaf15_num,
+                (unsigned)x.leaf15_den, (unsigned)x.leaf15_crystal_hz);
+  if (x.leaf16_valid)
+    std::printf("  leaf 0x16     base %u MHz, max %u MHz, bus %u MHz\n", (unsigned)x.base_mhz,
+                (unsigned)x.max_mhz, (unsigned)x.bus_mhz);
+  if (x.hv_valid) {
+    std::printf("  hypervisor    '%s', max leaf 0x%08x\n", x.hv_signature, (unsigned)x.hv_max_leaf);
+    if (x.kvm_base)
+      std::printf("  KVM           base 0x%08x, features 0x%08x, hints 0x%08x\n",
+                  (unsigned)x.kvm_base, (unsigned)x.kvm_features, (unsigned)x.kvm_hints);
+    if (x.xen_base)
+      std::printf("  Xen           base 0x%08x, max 0x%08x%s\n", (unsigned)x.xen_base,
+                  (unsigned)x.xen_max_leaf, x.xen_leaf3_valid ? "" : ", no TSC leaf");
+    if (x.xen_leaf3_valid)
+      std::printf("  Xen TSC       flags 0x%x (vtsc %s), tsc_mode %u, %u kHz\n",
+                  (unsigned)x.xen_tsc_flags, yn(x.xen_tsc_flags & 1), (unsigned)x.xen_tsc_mode,
+                  (unsigned)x.xen_tsc_khz);
+    if (x.hyperv_valid)
+      std::printf("  Hyper-V       features 0x%08x misc 0x%08x: frequency MSRs %s, TSC invariant %s\n",
+                  (unsigned)x.hyperv_features, (unsigned)x.hyperv_misc, yn(x.hyperv_freq_msrs),
+                  yn(x.hyperv_tsc_invariant));
+    if (x.timing_leaf_valid)
+      std::printf("  timing leaf   TSC %u kHz, bus %u kHz\n", (unsigned)x.timing_tsc_khz,
+                  (unsigned)x.timing_bus_khz);
+  } else if (x.hypervisor) {
+    std::printf("  hypervisor    bit set, but no valid range at 0x40000000\n");
+  }
+  if (tickclock_x86_freq_cpuid(&x, &f))
+    std::printf("  TSC frequency %s Hz (%s)\n", hz_text(f).c_str(), f.name);
+  else
+    std::printf("  TSC frequency not stated by CPUID (calibration needed)\n");
+}
+
+}  // namespace
+
+int cmd_cpuid(int argc, char **argv) {
+  const char *file = nullptr;
+  bool dump = false, json = false;
+  for (int i = 1; i < argc; i++) {
+    if (std::strcmp(argv[i], "--file") == 0) {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "tickclock-probe cpuid: --file needs a path\n");
+        return 2;
+      }
+      file = argv[++i];
+    } else if (std::strncmp(argv[i], "--file=", 7) == 0) {
+      file = argv[i] + 7;
+    } else if (std::strcmp(argv[i], "--dump") == 0) {
+      dump = true;
+    } else if (std::strcmp(argv[i], "--json") == 0) {
+      json = true;
+    } else if (std::strcmp(argv[i], "--help") == 0) {
+      std::printf("usage: tickclock-probe cpuid [--file F] [--dump] [--json]\n");
+      return 0;
+    } else {
+      std::fprintf(stderr, "tickclock-probe cpuid: unknown argument '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  if (dump && json) {
+    std::fprintf(stderr, "tickclock-probe cpuid: --dump and --json are exclusive\n");
+    return 2;
+  }
+  tickclock_x86_facts x;
+  if (file) {
+    FILE *f = std::fopen(file, "rb");
+    if (!f) {
+      std::fprintf(stderr, "%s:0: cannot open: %s\n", file, std::strerror(errno));
+      return 2;
+    }
+    std::string buf;
+    char chunk[65536];
+    size_t n;
+    while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) {
+      buf.append(chunk, n);
+      if (buf.size() > (size_t)16 << 20) break;
+    }
+    bool bad = std::ferror(f) != 0;
+    int e = errno;
+    std::fclose(f);
+    if (bad) {
+      std::fprintf(stderr, "%s:0: cannot read: %s\n", file, std::strerror(e));
+      return 2;
+    }
+    std::unique_ptr<tickclock_fixture> fx(new tickclock_fixture);
+    char err[512];
+    if (tickclock_fixture_parse(buf.data(), buf.size(), file, fx.get(), err, sizeof err) != 0) {
+      std::fprintf(stderr, "%s\n", err);
+      return 2;
+    }
+    if (dump) {
+      std::vector<Leaf> leaves;
+      for (unsigned i = 0; i < fx->n_leaves; i++)
+        leaves.push_back(Leaf{fx->leaves[i].leaf, fx->leaves[i].subleaf, fx->leaves[i].r});
+      print_dump(leaves, false);
+      return 0;
+    }
+    tickclock_x86_decode(tickclock_fixture_cpuid, fx.get(), &x);
+    if (json) print_json(x);
+    else print_human(x, file);
+    return 0;
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  if (dump) {
+    print_dump(enumerate_native(), true);
+    return 0;
+  }
+  tickclock_x86_decode(tickclock_cpuid_native, nullptr, &x);
+  if (json) print_json(x);
+  else print_human(x, "this CPU");
+  return 0;
+#else
+  std::fprintf(stderr, "tickclock-probe cpuid: this CPU is not x86; use --file\n");
+  return 2;
+#endif
+}
+
+}  // namespace tickclock_probe

@@ -1,0 +1,18 @@
+// tickclock-probe subcommands. Each returns the process exit status:
+// 0 success, 1 a check failed, 2 bad input (one-line error on stderr).
+#ifndef TICKCLOCK_PROBE_COMMANDS_H
+#define TICKCLOCK_PROBE_COMMANDS_H
+
+namespace tickclock_probe {
+
+struct Command {
+  const char *name;   // argv[1]; "" for the default report
+  int (*run)(int argc, char **argv);  // argv[0] is the subcommand name
+  const char *usage;  // one line
+};
+
+int cmd_cpuid(int argc, char **argv);
+
+}  // namespace tickclock_probe
+
+#endif

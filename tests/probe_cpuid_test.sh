@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# tickclock-probe cpuid: exit 0 and well-formed JSON with DESIGN.md's keys on
+# every curated fixture and every dump of the shared corpus (when present);
+# exit 2 and a one-line error naming file:line on bad input.
+set -uo pipefail
+probe=$1
+fixtures=$2
+fail=0
+tmp=${TEST_TMPDIR:-$(mktemp -d)}
+
+corpus=${TICKCLOCK_CORPUS:-}
+if [[ -z "$corpus" ]]; then
+  root=$(dirname "$(dirname "$(dirname "$(realpath "$fixtures/SOURCES.tsv")")")")
+  for c in "$root/shared/cpuid-corpus/dumps" "$root/../shared/cpuid-corpus/dumps" \
+           /work/shared/cpuid-corpus/dumps; do
+    if [[ -d "$c" ]]; then corpus=$c; break; fi
+  done
+fi
+dirs=("$fixtures")
+if [[ -n "$corpus" && -d "$corpus" ]]; then dirs+=("$corpus"); else
+  echo "note: no shared corpus found (set TICKCLOCK_CORPUS); checking the curated fixtures only"
+fi
+
+python3 - "$probe" "${dirs[@]}" <<'PY' || fail=1
+import json, os, subprocess, sys
+probe, dirs = sys.argv[1], sys.argv[2:]
+keys = ["vendor", "family", "model", "stepping", "tsc", "rdtscp", "invariant_tsc",
+        "hypervisor_bit", "leaf15", "base_mhz", "hypervisor", "brand", "tsc_hz"]
+n = bad = 0
+for d in dirs:
+    for f in sorted(os.listdir(d)):
+        if not f.endswith(".cpuid"):
+            continue
+        p = os.path.join(d, f)
+        n += 1
+        r = subprocess.run([probe, "cpuid", "--json", "--file", p], capture_output=True, text=True)
+        try:
+            assert r.returncode == 0, "exit %d: %s" % (r.returncode, r.stderr.strip())
+            j = json.loads(r.stdout)
+            assert list(j.keys()) == keys, "keys %s" % list(j.keys())
+            assert isinstance(j["vendor"], str)
+            for k in ("tsc", "rdtscp", "invariant_tsc", "hypervisor_bit"):
+                assert j[k] is None or isinstance(j[k], bool), k
+            if j["leaf15"] is not None:
+                assert set(j["leaf15"]) == {"denominator", "numerator", "crystal_hz"}
+            if j["hypervisor"] is not None:
+                assert set(j["hypervisor"]) == {"signature", "max_leaf", "tsc_khz"}
+                assert j["hypervisor_bit"] is True
+            assert set(j["tsc_hz"]) == {"value", "method"}
+            assert (j["tsc_hz"]["value"] is None) == (j["tsc_hz"]["method"] is None)
+        except Exception as e:
+            bad += 1
+            print("FAIL %s: %s" % (p, e))
+print("probe cpuid --json: %d files, %d bad" % (n, bad))
+sys.exit(1 if bad or n == 0 else 0)
+PY
+
+expect_exit2() {  # what, pattern, command...
+  local what=$1 pat=$2
+  shift 2
+  local out rc
+  out=$("$@" 2>&1 >/dev/null)
+  rc=$?
+  if [[ $rc -ne 2 ]]; then echo "FAIL $what: exit $rc, want 2"; fail=1; return; fi
+  if [[ $(printf '%s\n' "$out" | wc -l) -ne 1 ]]; then echo "FAIL $what: not one line: $out"; fail=1; return; fi
+  if [[ ! "$out" =~ $pat ]]; then echo "FAIL $what: '$out' !~ $pat"; fail=1; return; fi
+  echo "ok $what: $out"
+}
+printf '00000000 00000000 0000000d 756e6547 6c65746e 49656e69\n# fine\n00000001 00000000 zz\n' > "$tmp/bad.cpuid"
+expect_exit2 "malformed fixture" "bad.cpuid:3: " "$probe" cpuid --json --file "$tmp/bad.cpuid"
+expect_exit2 "missing file" "nonexistent.cpuid:0: cannot open" "$probe" cpuid --file "$tmp/nonexistent.cpuid"
+expect_exit2 "unknown flag" "unknown argument '--bogus'" "$probe" cpuid --bogus
+expect_exit2 "--file without a path" "--file needs a path" "$probe" cpuid --file
+expect_exit2 "unknown subcommand" "unknown subcommand 'nope'" "$probe" nope
+
+# --dump of a fixture reproduces its leaves; a native --dump parses back
+"$probe" cpuid --dump --file "$fixtures/fuchsia__amd-ryzen-9-3950x-vmware.cpuid" > "$tmp/re.cpuid" || fail=1
+if ! diff <(grep -v '^#' "$fixtures/fuchsia__amd-ryzen-9-3950x-vmware.cpuid") "$tmp/re.cpuid" >/dev/null; then
+  echo "FAIL --dump --file does not reproduce the leaves"; fail=1
+fi
+case $(uname -m) in
+  x86_64|i?86)
+    "$probe" cpuid --dump > "$tmp/native.cpuid" || fail=1
+    "$probe" cpuid --json --file "$tmp/native.cpuid" > "$tmp/a.json" || fail=1
+    "$probe" cpuid --json > "$tmp/b.json" || fail=1
+    if ! cmp -s "$tmp/a.json" "$tmp/b.json"; then
+      echo "FAIL decoding this CPU differs from decoding its --dump"; cat "$tmp/a.json" "$tmp/b.json"; fail=1
+    fi ;;
+esac
+
+if [[ $fail -eq 0 ]]; then echo "1 passed, 0 failed"; else echo "0 passed, 1 failed"; fi
+exit $fail

@@ -1,0 +1,2 @@
+// single_header_test.inc compiled as C++11.
+#include "tests/single_header_test.inc"

@@ -1,0 +1,128 @@
+// On the machine running the tests: the gathered evidence is consistent
+// with the kernel's own files, the automatic decision follows the policy,
+// and a forced TSC (where executable) is calibrated to within 10 ppm (plus
+// its stated uncertainty) of a 1 s CLOCK_MONOTONIC_RAW reference.
+#include <time.h>
+
+#include <cmath>
+#include <iomanip>
+
+#include "doctest/doctest.h"
+#include "tests/fixture_util.h"
+
+using namespace tctest;
+
+#if defined(__x86_64__) || defined(__i386__)
+namespace {
+
+uint64_t raw_ns() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+// (ticks at the midpoint, raw ns) from the tightest of 64 brackets.
+void bracket(uint64_t *ticks, uint64_t *ns, uint64_t *width) {
+  *width = UINT64_MAX;
+  for (int i = 0; i < 64; i++) {
+    uint64_t a = tickclock_now_ordered(), n = raw_ns(), b = tickclock_now_ordered();
+    if (b >= a && b - a < *width) {
+      *width = b - a;
+      *ticks = a + (b - a) / 2;
+      *ns = n;
+    }
+  }
+}
+
+std::string sysfile(const char *p) {
+  std::string s;
+  read_file(p, &s);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("live: evidence matches the kernel's files; the automatic decision follows the policy") {
+  tickclock_evidence ev;
+  unsetenv("TICKCLOCK_SOURCE");
+  tickclock__gather(nullptr, &ev);
+  CHECK(ev.x86.have_cpuid);
+  std::string cs = sysfile("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+  std::string av = sysfile("/sys/devices/system/clocksource/clocksource0/available_clocksource");
+  if (!cs.empty()) {
+    CHECK(ev.clocksource_known);
+    CHECK(std::string(ev.clocksource) == cs);
+    CHECK(std::string(ev.available_clocksource) == av);
+  }
+  MESSAGE("clocksource '" << std::string(ev.clocksource) << "', available '"
+                          << std::string(ev.available_clocksource)
+                          << "'; perf page: attempted " << ev.perf.attempted << " ok "
+                          << ev.perf.ok << " errno " << ev.perf.err << " version "
+                          << ev.perf.version << " cap_user_time " << ev.perf.cap_user_time
+                          << " time_mult " << ev.perf.time_mult << " time_shift "
+                          << ev.perf.time_shift << "; read ns: tsc " << ev.counter_read_ns
+                          << ", clock_gettime " << ev.os_read_ns);
+  if (ev.perf.ok && ev.perf.cap_user_time) CHECK(ev.perf.time_mult != 0);
+  std::unique_ptr<tickclock_info> d(new tickclock_info);
+  if (tickclock_decide(&ev, d.get()) == 1) {
+    tickclock__calibrate(tickclock__x86_rdtsc_ordered, 20, &ev.cal);
+    REQUIRE(tickclock_decide(&ev, d.get()) == 0);
+  }
+  CHECK(malformed(*d) == "");
+  MESSAGE("automatic decision: " << std::string(d->why));
+  bool tsc_listed = (" " + av + " ").find(" tsc ") != std::string::npos;
+  if (!cs.empty() && cs != "tsc" && !tsc_listed) {
+    CHECK(d->source == TICKCLOCK_SOURCE_SYSTEM);
+    CHECK(std::string(d->why).find("does not offer 'tsc'") != std::string::npos);
+  }
+  if (!cs.empty() && cs != "tsc" && cs != "kvm-clock" && cs != "xen" &&
+      cs.rfind("hyperv", 0) != 0)
+    CHECK(d->source == TICKCLOCK_SOURCE_SYSTEM);
+  const tickclock_info *live = tickclock_info_get();
+  CHECK(live->source == d->source);
+}
+
+TEST_CASE("live: a forced TSC is within 10 ppm (+ its uncertainty) of a 1 s reference") {
+  tickclock_evidence ev;
+  tickclock__gather(nullptr, &ev);
+  char why[TICKCLOCK_REASON_LEN];
+  if (!tickclock__counter_executable(&ev, why, sizeof why)) {
+    MESSAGE("SKIP: RDTSC not executable here: " << why);
+    return;
+  }
+  tickclock_config cfg;
+  std::memset(&cfg, 0, sizeof cfg);
+  cfg.source = TICKCLOCK_SOURCE_TSC;
+  cfg.calibration_ms = 200;
+  REQUIRE(tickclock_init(&cfg) == TICKCLOCK_OK);
+  const tickclock_info *in = tickclock_info_get();
+  REQUIRE(in->source == TICKCLOCK_SOURCE_TSC);
+  CHECK(in->forced == 1);
+  CHECK(malformed(*in) == "");
+  for (unsigned i = 0; i < in->n_freqs; i++) {
+    char b[400];
+    std::snprintf(b, sizeof b, "freq source %s: %.1f Hz, %s", in->freqs[i].name, in->freqs[i].hz,
+                  in->freqs[i].reason);
+    MESSAGE(std::string(b));
+  }
+  uint64_t t0, n0, w0, t1, n1, w1;
+  bracket(&t0, &n0, &w0);
+  struct timespec s = {1, 0};
+  nanosleep(&s, nullptr);
+  bracket(&t1, &n1, &w1);
+  double ns_tsc = (double)tickclock_delta_ns(t0, t1);
+  double ns_ref = (double)(n1 - n0);
+  double ppm = (ns_tsc / ns_ref - 1) * 1e6;
+  double ref_err = ((double)(w0 + w1) / 2 / in->hz * 1e9 + 2) / ns_ref * 1e6;
+  double ref_hz = (double)(t1 - t0) / ns_ref * 1e9;
+  char b[400];
+  std::snprintf(b, sizeof b,
+                "forced TSC: %s %.1f Hz (+-%.3f ppm); 1 s reference %.1f Hz (+-%.3f ppm); "
+                "disagreement %+.3f ppm",
+                in->freq_detail, in->hz, in->uncertainty_ppm, ref_hz, ref_err, ppm);
+  MESSAGE(std::string(b));
+  CHECK(std::fabs(ppm) <= 10.0 + in->uncertainty_ppm + ref_err);
+  REQUIRE(tickclock_init(nullptr) != TICKCLOCK_EINVAL);
+}
+#endif
