@@ -248,6 +248,8 @@ static void tickclock__fill_system(const tickclock_evidence *ev, tickclock_info 
 static int tickclock__freq_rank(const tickclock_freq_candidate *c, int in_vm) {
   const char *n = c->name;
   if (strcmp(n, "perf_page") == 0) return 0;
+  /* a non-x86 counter's stated frequency (arch register, device tree) */
+  if (c->method == TICKCLOCK_FREQ_ARCH_REGISTER || c->method == TICKCLOCK_FREQ_OS) return 1;
   if (strcmp(n, "cpuid_15h_crystal") == 0 || strcmp(n, "cpuid_15h_known_crystal") == 0)
     return in_vm ? 3 : 1;
   if (strcmp(n, "hypervisor_40000010") == 0 || strcmp(n, "xen_leaf3") == 0) return 2;
@@ -279,6 +281,13 @@ static void tickclock__collect_freqs(const tickclock_evidence *ev, tickclock_inf
     if (ev->cal.ok)
       tickclock__add_freq(out, "calibration", TICKCLOCK_FREQ_CALIBRATED, ev->cal.hz_num,
                           ev->cal.hz_den, ev->cal.uncertainty_ppm);
+    /* the architecture's own statement, preferred when it agrees with
+     * calibration (firmware can program CNTFRQ wrongly; under QEMU the
+     * POWER timebase and RISC-V time run at the host's TSC rate) */
+    if (ev->arch_nominal.ok)
+      tickclock__add_freq(out, ev->arch_nominal.name, ev->arch_nominal.method,
+                          ev->arch_nominal.hz_num, ev->arch_nominal.hz_den,
+                          ev->arch_nominal.uncertainty_ppm);
     return;
   }
   if (ev->cal.ok)

@@ -127,11 +127,77 @@ double tickclock__measure_read_ns(uint64_t (*rd)(void)) {
 static uint64_t tickclock__arch_read_fn(void) { return tickclock__arch_read(); }
 #endif
 
+/* The stated frequency of a non-x86 counter, each read the safest way:
+ * a register the architecture defines, or a file the kernel publishes. */
+static void tickclock__nominal(tickclock_freq *f, const char *name, int method, uint64_t hz) {
+  if (hz == 0) return;
+  f->ok = 1;
+  f->hz_num = hz;
+  f->hz_den = 1;
+  f->method = method;
+  f->name = name;
+  f->uncertainty_ppm = 0;
+}
+
+#if defined(__linux__) && (defined(__powerpc64__) || (defined(__riscv) && __riscv_xlen == 64))
+/* "timebase\t: 512000000" in /proc/cpuinfo (POWER) */
+static uint64_t tickclock__cpuinfo_timebase(void) {
+  char line[256];
+  uint64_t hz = 0;
+  FILE *f = fopen("/proc/cpuinfo", "re");
+  if (f == NULL) return 0;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "timebase", 8) == 0) {
+      const char *p = strchr(line, ':');
+      if (p != NULL) hz = strtoull(p + 1, NULL, 10);
+      break;
+    }
+  }
+  fclose(f);
+  return hz;
+}
+
+#endif
+
+#if defined(__linux__) && defined(__riscv) && __riscv_xlen == 64
+/* /proc/device-tree/cpus/timebase-frequency: a big-endian u32 (or u64) */
+static uint64_t tickclock__dt_timebase(void) {
+  unsigned char b[8];
+  size_t n, i;
+  uint64_t hz = 0;
+  FILE *f = fopen("/proc/device-tree/cpus/timebase-frequency", "rbe");
+  if (f == NULL) return 0;
+  n = fread(b, 1, sizeof b, f);
+  fclose(f);
+  if (n != 4 && n != 8) return 0;
+  for (i = 0; i < n; i++) hz = (hz << 8) | b[i];
+  return hz;
+}
+#endif
+
+static void tickclock__gather_nominal(tickclock_freq *f) {
+  memset(f, 0, sizeof *f);
+#if defined(__aarch64__) && !defined(TICKCLOCK_NO_ARCH_COUNTER)
+  tickclock__nominal(f, "cntfrq_el0", TICKCLOCK_FREQ_ARCH_REGISTER, tickclock__a64_cntfrq());
+#elif defined(__s390x__) && !defined(TICKCLOCK_NO_ARCH_COUNTER)
+  tickclock__nominal(f, "tod_architecture", TICKCLOCK_FREQ_ARCH_REGISTER, TICKCLOCK__TOD_HZ);
+#elif defined(__linux__) && defined(__powerpc64__)
+  tickclock__nominal(f, "cpuinfo_timebase", TICKCLOCK_FREQ_OS, tickclock__cpuinfo_timebase());
+#elif defined(__linux__) && defined(__riscv) && __riscv_xlen == 64
+  tickclock__nominal(f, "device_tree_timebase", TICKCLOCK_FREQ_OS, tickclock__dt_timebase());
+  if (!f->ok)
+    tickclock__nominal(f, "cpuinfo_timebase", TICKCLOCK_FREQ_OS, tickclock__cpuinfo_timebase());
+#else
+  (void)tickclock__nominal;
+#endif
+}
+
 void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev) {
   const char *env;
   char dummy[TICKCLOCK_REASON_LEN];
   memset(ev, 0, sizeof *ev);
   ev->cfg_source = cfg ? cfg->source : TICKCLOCK_SOURCE_AUTO;
+  tickclock__gather_nominal(&ev->arch_nominal);
 #if defined(_WIN32)
   ev->os_source = TICKCLOCK_SOURCE_QPC;
   ev->os_hz = tickclock__qpc_hz();

@@ -186,6 +186,9 @@ typedef struct tickclock_evidence {
   int available_known;
   char available_clocksource[128]; /* available_clocksource, e.g. "tsc hpet acpi_pm" */
   tickclock_perf_page perf;    /* x86 Linux only */
+  tickclock_freq arch_nominal; /* non-x86 counters: the stated frequency
+                                  (CNTFRQ_EL0, the TOD architecture, the
+                                  device tree, /proc/cpuinfo timebase) */
   double counter_read_ns;      /* measured, 0 if not measured */
   double os_read_ns;           /* measured, 0 if not measured */
   double os_resolution_ns;     /* clock_getres(CLOCK_MONOTONIC) */
