@@ -18,3 +18,25 @@ HIGHWAY_PLATFORMS = [
     "//platforms:linux_ppc64le",
     "//platforms:linux_s390x",
 ]
+
+# Bazel's view of the target architecture, for select(): arch name ->
+# config_setting in //platforms (the auto-detected host matches x86_64).
+ARCH_CONFIG_SETTINGS = {
+    "x86_64": "//platforms:cpu_x86_64",
+    "aarch64": "//platforms:cpu_aarch64",
+    "armv7": "//platforms:cpu_armv7",
+    "ppc64le": "//platforms:cpu_ppc64le",
+    "s390x": "//platforms:cpu_s390x",
+    "riscv64": "//platforms:cpu_riscv64",
+    "i686": "//platforms:cpu_i686",
+    "mips64el": "//platforms:cpu_mips64el",
+}
+
+# local_defines giving the target architecture as Bazel resolved it from
+# --platforms: TICKCLOCK_TARGET_ARCH="aarch64" etc. Lets a test check that the
+# compiler really targets what the platform says.
+TARGET_ARCH_DEFINES = select({
+    # Bourne-shell tokenized by Bazel: the escaped quotes survive.
+    setting: ['TICKCLOCK_TARGET_ARCH=\\"%s\\"' % arch]
+    for arch, setting in ARCH_CONFIG_SETTINGS.items()
+})

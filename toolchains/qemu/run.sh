@@ -4,27 +4,30 @@
 #   run_<arch> BINARY [ARGS...]     (as --run_under=//toolchains/qemu:run_<arch>)
 #   run.sh <arch> BINARY [ARGS...]
 #
-# <arch>: aarch64 armv7 ppc64le s390x riscv64 mips64el (QEMU user mode) or
-# i686 (native). binfmt_misc is not mounted here, so qemu-<arch> is always
-# named explicitly. How a binary runs depends on how it was linked:
+# <arch>: aarch64 armv7 ppc64le s390x riscv64 mips64el i686. binfmt_misc is
+# not mounted here, so qemu-<arch> is always named explicitly. Which C runtime
+# (loader, libc, libstdc++) the binary gets at run time depends on what is
+# installed for its architecture:
 #
-#   static                  qemu-<arch> BINARY           (i686: BINARY itself)
-#   dynamic, every library  qemu-<arch> -L /usr/<triple> BINARY
-#     found in the cross      (loader and libc of the cross sysroot, the one
-#     sysroot or RUNPATH      the binary was linked against)
-#   dynamic, needs a        qemu-<arch> BINARY, QEMU_LD_PREFIX unset: loader,
-#     multiarch library       libc and libstdc++ all from Debian's multiarch
-#     (libhwy from            packages (/lib/<multiarch>). Mixing the cross
-#     libhwy-dev:<arch>)      sysroot's libc with multiarch libraries aborts
-#                             with "stack smashing detected" (TOOLCHAIN.md).
-#   i686, dynamic           /usr/i686-linux-gnu/lib/ld-linux.so.2
-#                             --library-path /usr/i686-linux-gnu/lib BINARY
-#                             (the x86-64 kernel runs i386 code natively;
-#                             qemu-i386 hangs at thread creation).
+#   static                  qemu-<arch> BINARY
+#   dynamic, "native"       qemu-<arch> BINARY, QEMU_LD_PREFIX unset: the
+#     runtime: the loader     loader, libc, libstdc++ and libhwy all come from
+#     the binary names        Debian's own packages for that architecture
+#     (PT_INTERP) exists      (multiarch libc6:arm64/ppc64el/s390x pulled in by
+#     on this host for its    libhwy-dev:<arch>; for i686 libc6-i386 and
+#     machine                 lib32stdc++6 in /lib32). aarch64 ppc64le s390x i686.
+#   dynamic, otherwise      qemu-<arch> -L /usr/<triple> BINARY: loader and libs
+#                             of the cross sysroot. armv7 riscv64 mips64el.
 #
-# TICKCLOCK_RUNNER_VERBOSE=1 prints the chosen command on stderr.
-# QEMU's own variables (QEMU_CPU=..., QEMU_STRACE=1) pass through; from Bazel
-# use --test_env=QEMU_CPU=cortex-a53 and the like.
+# Why not -L /usr/<triple> everywhere (measured, see toolchains/README.md):
+# once libc6:<arch> is installed as multiarch, the host's /etc/ld.so.cache
+# lists /lib/<multiarch>/ and the sysroot loader (glibc 2.36-8cross1) then
+# loads the multiarch libc/libstdc++ (2.36-9+deb12u14): ppc64le and s390x abort
+# with "*** stack smashing detected ***" even for binaries without Highway.
+# i686: this host cannot execute 32-bit x86 code natively (Exec format error,
+# even for static binaries), and under qemu-i386 the cross sysroot's libc hangs
+# at the first pthread_create; with Debian's /lib32 runtime threads work.
+#
 set -euo pipefail
 
 die() { echo "run.sh: $*" >&2; exit 2; }
@@ -44,26 +47,25 @@ case "$arch" in
   s390x)    qemu=qemu-s390x;    triple=s390x-linux-gnu;         multiarch=s390x-linux-gnu ;;
   riscv64)  qemu=qemu-riscv64;  triple=riscv64-linux-gnu;       multiarch=riscv64-linux-gnu ;;
   mips64el) qemu=qemu-mips64el; triple=mips64el-linux-gnuabi64; multiarch=mips64el-linux-gnuabi64 ;;
-  i686)     qemu=;              triple=i686-linux-gnu;          multiarch=i386-linux-gnu ;;
+  i686)     qemu=qemu-i386;     triple=i686-linux-gnu;          multiarch=i386-linux-gnu ;;
   *) die "unknown arch '$arch'" ;;
 esac
 sysroot=/usr/$triple
 
 [ -f "$bin" ] || die "no such binary: $bin"
 command -v readelf >/dev/null || die "readelf not found (binutils)"
-if [ -n "$qemu" ]; then
-  command -v "$qemu" >/dev/null || die "$qemu not found: run ci/deps-cross"
-fi
+command -v "$qemu" >/dev/null || die "$qemu not found: run ci/deps-cross"
 
 # --- how was it linked? ------------------------------------------------------
-interp=$(readelf -lW "$bin" 2>/dev/null |
-  sed -n 's/.*Requesting program interpreter: \(.*\)\]$/\1/p')
+# ELF machine of a file, as readelf prints it ("AArch64", "Intel 80386", ...).
+machine() { readelf -hW "$1" 2>/dev/null | sed -n 's/^ *Machine: *//p'; }
 
-# Libraries the binary needs, transitively through its RUNPATH/RPATH (Bazel's
-# _solib_<cpu> directories, $ORIGIN-relative), that are found neither there
-# nor in the cross sysroot. Non-empty means: multiarch libraries are needed.
-missing_from_sysroot() {
-  local -a queue=("$1") seen=()
+# NEEDED libraries of $1, transitively through RUNPATH/RPATH (Bazel's
+# $ORIGIN-relative _solib_<cpu> directories), found neither there nor in
+# the directories given after $1.
+unresolved() {
+  local top=$1; shift
+  local -a queue=("$top") seen=()
   local f dir rp d lib found
   while [ ${#queue[@]} -gt 0 ]; do
     f=${queue[0]}; queue=("${queue[@]:1}")
@@ -79,46 +81,38 @@ missing_from_sysroot() {
         if [ -e "$d/$lib" ]; then found=$d/$lib; queue+=("$found"); break; fi
       done
       if [ -z "$found" ]; then
-        for d in "$sysroot/lib" "$sysroot/lib64" "$sysroot/lib32"; do
-          [ -e "$d/$lib" ] && { found=$d/$lib; break; }
-        done
+        for d in "$@"; do [ -e "$d/$lib" ] && { found=$d/$lib; break; }; done
       fi
       [ -n "$found" ] || echo "$lib"
     done
   done
 }
 
+interp=$(readelf -lW "$bin" 2>/dev/null |
+  sed -n 's/.*Requesting program interpreter: \(.*\)\]$/\1/p')
 if [ -z "$interp" ]; then
   mode=static
-else
-  missing=$(missing_from_sysroot "$bin" | tr '\n' ' ')
-  if [ -z "$missing" ]; then
-    mode=sysroot
+elif [ -e "$interp" ] && [ "$(machine "$interp")" = "$(machine "$bin")" ]; then
+  mode=native
+  if [ "$arch" = i686 ]; then
+    libdirs=(/lib32 /usr/lib32 /lib/i386-linux-gnu /usr/lib/i386-linux-gnu)
   else
-    mode=multiarch
-    for lib in $missing; do
-      if [ ! -e "/usr/lib/$multiarch/$lib" ] && [ ! -e "/lib/$multiarch/$lib" ]; then
-        die "$bin needs $lib, found neither in $sysroot nor in /usr/lib/$multiarch (run ci/deps-cross)"
-      fi
-    done
-    [ -e "$interp" ] || die "$bin needs multiarch $missing but the $arch loader $interp is not installed (run ci/deps-cross)"
+    libdirs=("/lib/$multiarch" "/usr/lib/$multiarch")
   fi
+  missing=$(unresolved "$bin" "${libdirs[@]}" | tr '\n' ' ')
+  [ -z "$missing" ] || die "$bin needs $missing, not installed for $arch in ${libdirs[*]} (run ci/deps-cross)"
+else
+  mode=sysroot
+  missing=$(unresolved "$bin" "$sysroot/lib" "$sysroot/lib64" "$sysroot/lib32" | tr '\n' ' ')
+  [ -z "$missing" ] || die "$bin needs $missing: not in $sysroot and no $arch runtime ($interp) installed (run ci/deps-cross)"
 fi
 
 # --- run it --------------------------------------------------------------------
-cmd=()
-if [ "$arch" = i686 ]; then
-  case "$mode" in
-    static) cmd=("$bin") ;;
-    sysroot) cmd=("$sysroot/lib/ld-linux.so.2" --library-path "$sysroot/lib" "$bin") ;;
-    multiarch) cmd=("$interp" --library-path "/lib/$multiarch:/usr/lib/$multiarch" "$bin") ;;
-  esac
-else
-  case "$mode" in
-    static|multiarch) unset QEMU_LD_PREFIX; cmd=("$qemu" "$bin") ;;
-    sysroot) unset QEMU_LD_PREFIX; cmd=("$qemu" -L "$sysroot" "$bin") ;;
-  esac
-fi
+unset QEMU_LD_PREFIX
+case "$mode" in
+  static|native) cmd=("$qemu" "$bin") ;;
+  sysroot) cmd=("$qemu" -L "$sysroot" "$bin") ;;
+esac
 if [ "${TICKCLOCK_RUNNER_VERBOSE:-0}" = 1 ]; then
   echo "run_$arch ($mode): ${cmd[*]} $*" >&2
 fi
