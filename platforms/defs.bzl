@@ -40,3 +40,11 @@ TARGET_ARCH_DEFINES = select({
     setting: ['TICKCLOCK_TARGET_ARCH=\\"%s\\"' % arch]
     for arch, setting in ARCH_CONFIG_SETTINGS.items()
 })
+
+# For anything that links a system library only the host has (from
+# @system_usr: libbenchmark; libabsl): ci/deps-cross installs no copies of them
+# for other architectures, so such targets are SKIPPED on every cross target.
+HOST_ONLY_COMPATIBLE = select({
+    "//platforms:cpu_x86_64": [],
+    "//conditions:default": ["//platforms:incompatible"],
+})
