@@ -4,7 +4,8 @@
 #   run_<arch> BINARY [ARGS...]     (as --run_under=//toolchains/qemu:run_<arch>)
 #   run.sh <arch> BINARY [ARGS...]
 #
-# <arch>: aarch64 armv7 ppc64le s390x riscv64 mips64el i686. binfmt_misc is
+# <arch>: aarch64 armv7 ppc64le s390x riscv64 mips64el i686, and x86_64 (host
+# binaries under qemu-x86_64, for CPU models via QEMU_CPU). binfmt_misc is
 # not mounted here, so qemu-<arch> is always named explicitly. Which C runtime
 # (loader, libc, libstdc++) the binary gets at run time depends on what is
 # installed for its architecture:
@@ -15,7 +16,8 @@
 #     the binary names        Debian's own packages for that architecture
 #     (PT_INTERP) exists      (multiarch libc6:arm64/ppc64el/s390x pulled in by
 #     on this host for its    libhwy-dev:<arch>; for i686 libc6-i386 and
-#     machine                 lib32stdc++6 in /lib32). aarch64 ppc64le s390x i686.
+#     machine                 lib32stdc++6 in /lib32; x86_64: the host's own).
+#                             aarch64 ppc64le s390x i686 x86_64.
 #   dynamic, otherwise      qemu-<arch> -L /usr/<triple> BINARY: loader and libs
 #                             of the cross sysroot. armv7 riscv64 mips64el.
 #
@@ -48,6 +50,8 @@ case "$arch" in
   riscv64)  qemu=qemu-riscv64;  triple=riscv64-linux-gnu;       multiarch=riscv64-linux-gnu ;;
   mips64el) qemu=qemu-mips64el; triple=mips64el-linux-gnuabi64; multiarch=mips64el-linux-gnuabi64 ;;
   i686)     qemu=qemu-i386;     triple=i686-linux-gnu;          multiarch=i386-linux-gnu ;;
+  # Host binaries under an emulated x86-64 CPU model (QEMU_CPU=Nehalem, ...).
+  x86_64)   qemu=qemu-x86_64;   triple=x86_64-linux-gnu;        multiarch=x86_64-linux-gnu ;;
   *) die "unknown arch '$arch'" ;;
 esac
 sysroot=/usr/$triple
