@@ -30,6 +30,13 @@
 # even for static binaries), and under qemu-i386 the cross sysroot's libc hangs
 # at the first pthread_create; with Debian's /lib32 runtime threads work.
 #
+# A file that is not an ELF binary (an sh_test script) or is a host x86-64
+# binary is run directly, with TICKCLOCK_RUNNER set to this runner so that the
+# script can run target binaries as  $TICKCLOCK_RUNNER BINARY ARGS.
+#
+# TICKCLOCK_RUNNER_VERBOSE=1 prints the chosen command on stderr (from Bazel:
+# --test_env=TICKCLOCK_RUNNER_VERBOSE=1). QEMU's own variables pass through
+# (QEMU_CPU=cortex-a53, QEMU_STRACE=1; from Bazel --test_env=QEMU_CPU=...).
 set -euo pipefail
 
 die() { echo "run.sh: $*" >&2; exit 2; }
@@ -62,7 +69,7 @@ command -v "$qemu" >/dev/null || die "$qemu not found: run ci/deps-cross"
 
 # --- how was it linked? ------------------------------------------------------
 # ELF machine of a file, as readelf prints it ("AArch64", "Intel 80386", ...).
-machine() { readelf -hW "$1" 2>/dev/null | sed -n 's/^ *Machine: *//p'; }
+machine() { { readelf -hW "$1" 2>/dev/null || true; } | sed -n 's/^ *Machine: *//p'; }
 
 # NEEDED libraries of $1, transitively through RUNPATH/RPATH (Bazel's
 # $ORIGIN-relative _solib_<cpu> directories), found neither there nor in
@@ -91,6 +98,21 @@ unresolved() {
     done
   done
 }
+
+# Not a target binary: a script (sh_test) or a host executable. Run it as it
+# is; it can run target binaries itself through "$TICKCLOCK_RUNNER" BINARY.
+host_machine=$(machine /proc/self/exe)
+bin_machine=$(machine "$bin")
+if [ -z "$bin_machine" ] || { [ "$arch" != x86_64 ] && [ "$bin_machine" = "$host_machine" ]; }; then
+  TICKCLOCK_RUNNER=$(cd "$(dirname "$0")" && pwd)/$self
+  if [ "$self" = run.sh ]; then TICKCLOCK_RUNNER="$TICKCLOCK_RUNNER $arch"; fi
+  export TICKCLOCK_RUNNER
+  if [ "${TICKCLOCK_RUNNER_VERBOSE:-0}" = 1 ]; then
+    echo "run_$arch (not a $arch binary, run directly; TICKCLOCK_RUNNER=$TICKCLOCK_RUNNER): $bin $*" >&2
+  fi
+  [ -x "$bin" ] || die "$bin is neither a $arch ELF binary nor executable"
+  exec "$bin" "$@"
+fi
 
 interp=$(readelf -lW "$bin" 2>/dev/null |
   sed -n 's/.*Requesting program interpreter: \(.*\)\]$/\1/p')
