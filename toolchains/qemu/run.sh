@@ -50,15 +50,15 @@ esac
 bin=$1; shift
 
 case "$arch" in
-  aarch64)  qemu=qemu-aarch64;  triple=aarch64-linux-gnu;       multiarch=aarch64-linux-gnu ;;
-  armv7)    qemu=qemu-arm;      triple=arm-linux-gnueabihf;     multiarch=arm-linux-gnueabihf ;;
-  ppc64le)  qemu=qemu-ppc64le;  triple=powerpc64le-linux-gnu;   multiarch=powerpc64le-linux-gnu ;;
-  s390x)    qemu=qemu-s390x;    triple=s390x-linux-gnu;         multiarch=s390x-linux-gnu ;;
-  riscv64)  qemu=qemu-riscv64;  triple=riscv64-linux-gnu;       multiarch=riscv64-linux-gnu ;;
-  mips64el) qemu=qemu-mips64el; triple=mips64el-linux-gnuabi64; multiarch=mips64el-linux-gnuabi64 ;;
-  i686)     qemu=qemu-i386;     triple=i686-linux-gnu;          multiarch=i386-linux-gnu ;;
+  aarch64)  qemu="qemu-aarch64";  triple=aarch64-linux-gnu;       multiarch=aarch64-linux-gnu ;;
+  armv7)    qemu="qemu-arm";      triple=arm-linux-gnueabihf;     multiarch=arm-linux-gnueabihf ;;
+  ppc64le)  qemu="qemu-ppc64le";  triple=powerpc64le-linux-gnu;   multiarch=powerpc64le-linux-gnu ;;
+  s390x)    qemu="qemu-s390x";    triple=s390x-linux-gnu;         multiarch=s390x-linux-gnu ;;
+  riscv64)  qemu="qemu-riscv64";  triple=riscv64-linux-gnu;       multiarch=riscv64-linux-gnu ;;
+  mips64el) qemu="qemu-mips64el"; triple=mips64el-linux-gnuabi64; multiarch=mips64el-linux-gnuabi64 ;;
+  i686)     qemu="qemu-i386";     triple=i686-linux-gnu;          multiarch=i386-linux-gnu ;;
   # Host binaries under an emulated x86-64 CPU model (QEMU_CPU=Nehalem, ...).
-  x86_64)   qemu=qemu-x86_64;   triple=x86_64-linux-gnu;        multiarch=x86_64-linux-gnu ;;
+  x86_64)   qemu="qemu-x86_64";   triple=x86_64-linux-gnu;        multiarch=x86_64-linux-gnu ;;
   *) die "unknown arch '$arch'" ;;
 esac
 sysroot=/usr/$triple
