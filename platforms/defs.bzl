@@ -45,6 +45,10 @@ TARGET_ARCH_DEFINES = select({
 # @system_usr: libbenchmark; libabsl): ci/deps-cross installs no copies of them
 # for other architectures, so such targets are SKIPPED on every cross target.
 HOST_ONLY_COMPATIBLE = select({
-    "//platforms:cpu_x86_64": [],
+    "//platforms:linux_x86_64_setting": [],
     "//conditions:default": ["//platforms:incompatible"],
 })
+
+# Targets that use Linux interfaces (sysfs, sched_getaffinity, prctl, dup2,
+# setenv, CLOCK_MONOTONIC_RAW): SKIPPED on --config=windows.
+LINUX_ONLY = ["@platforms//os:linux"]
