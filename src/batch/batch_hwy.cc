@@ -159,37 +159,22 @@ void DeltasToNsImpl(const tickclock_conv& c, const int64_t* in, int64_t* out, si
   return DeltasLoop<IntForm::kWide>(c, in, out, n);
 }
 
-// Bit width per lane by binary search (Highway 1.0.3 has no lane CLZ).
-HWY_INLINE VU BitWidth(DU d, VU v) {
-  const VU zero = hn::Zero(d);
-  VU b = zero;
-#define TICKCLOCK_STEP(S)                                       \
-  {                                                             \
-    const VU hi = hn::ShiftRight<S>(v);                         \
-    const auto m = hn::Ne(hi, zero);                            \
-    v = hn::IfThenElse(m, hi, v);                               \
-    b = hn::Add(b, hn::IfThenElseZero(m, hn::Set(d, (uint64_t)S))); \
-  }
-  TICKCLOCK_STEP(32)
-  TICKCLOCK_STEP(16)
-  TICKCLOCK_STEP(8)
-  TICKCLOCK_STEP(4)
-  TICKCLOCK_STEP(2)
-  TICKCLOCK_STEP(1)
-#undef TICKCLOCK_STEP
-  return hn::Add(b, v);  // v is now 0 or 1
-}
-
+// The histogram's cost is the scatter (++hist[b]), which no SIMD target
+// here can vectorise without conflict detection; computing the buckets with
+// a vector bit-width and storing them for the scatter measured slower than the
+// per-element LZCNT/BSR this target's attributes allow (a 6-step binary
+// search of shifts, compares and blends per vector, then a store and N
+// scalar increments: 1.2-1.6 ns/element vs 0.5 for this loop, AVX2 and
+// AVX3 alike). So: scalar bucket, four interleaved sub-histograms so that
+// runs of one bucket do not serialise on a store-to-load dependency.
 void Log2HistogramImpl(const uint64_t* in, size_t n, uint64_t* hist) {
-  const DU d;
-  const size_t N = hn::Lanes(d);
-  // four interleaved sub-histograms so repeated buckets do not serialise
   uint64_t sub[4][kHistBuckets] = {};
-  std::vector<uint64_t> idx(N);
   size_t x = 0;
-  for (; x + N <= n; x += N) {
-    hn::StoreU(BitWidth(d, hn::LoadU(d, in + x)), d, idx.data());
-    for (size_t j = 0; j < N; ++j) ++sub[j & 3][idx[j]];
+  for (; x + 4 <= n; x += 4) {
+    ++sub[0][scalar::Bucket(in[x])];
+    ++sub[1][scalar::Bucket(in[x + 1])];
+    ++sub[2][scalar::Bucket(in[x + 2])];
+    ++sub[3][scalar::Bucket(in[x + 3])];
   }
   for (; x < n; ++x) ++sub[0][scalar::Bucket(in[x])];
   for (int b = 0; b < kHistBuckets; ++b) hist[b] += sub[0][b] + sub[1][b] + sub[2][b] + sub[3][b];

@@ -20,6 +20,9 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "batch.h"
+#include "hwy/highway.h"
+#include "hwy/targets.h"
 #include "hwy/nanobenchmark.h"
 #include "pg_conv.h"
 #include "tickclock.h"
@@ -213,6 +216,105 @@ CONV_SET(BM_conv_tickclock, "tickclock")
 CONV_SET(BM_conv_pg, "pg19")
 CONV_SET(BM_conv_double, "double")
 
+// ---- batch kernels: 4096 elements (L1-resident), per element ------------------
+// "scalar" is the plain loop over the inline tickclock_conv functions
+// (tickclock::batch::scalar); "hwy_<TARGET>" forces one Highway target with
+// SetSupportedTargetsForTest. Registered in main() for every target
+// compiled in and supported here.
+constexpr size_t kBatchN = 4096;
+
+struct BatchData {
+  tickclock_conv c21, c24;  // 2.1 GHz (ns_int = 0) and 24 MHz (ns_int = 41)
+  std::vector<uint64_t> ticks, sorted, durations;
+  std::vector<int64_t> deltas;
+  BatchData() : ticks(kBatchN), sorted(kBatchN), durations(kBatchN), deltas(kBatchN) {
+    tickclock_conv_init(&c21, g_hz, 1);
+    tickclock_conv_init(&c24, 24000000, 1);
+    uint64_t x = 0x2545F4914F6CDD1Du, acc = 1ull << 50;
+    for (size_t i = 0; i < kBatchN; ++i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      ticks[i] = (uint64_t)(kYears100 * 2.1e9) + (x >> 20);  // 100 years of uptime
+      deltas[i] = (int64_t)(x >> 24) * ((x & 1) ? -1 : 1);
+      durations[i] = x >> (x & 63);
+      acc += x & 0xFFFF;
+      sorted[i] = acc;
+    }
+  }
+};
+BatchData& Data() {
+  static BatchData d;
+  return d;
+}
+
+enum Kernel { kTicks21, kTicks24, kDeltas, kHist, kMono };
+const char* const kKernelNames[] = {"ticks_to_ns", "ticks_to_ns_24mhz", "deltas_to_ns",
+                                    "log2_histogram", "first_decrease"};
+
+void BatchLoop(benchmark::State& st, Kernel k, bool use_scalar, int64_t target) {
+  BatchData& d = Data();
+  if (!use_scalar) {
+    hwy::SetSupportedTargetsForTest(target);
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+    st.SetLabel(tickclock::batch::ActiveTarget());
+  }
+  std::vector<uint64_t> out(kBatchN);
+  std::vector<int64_t> dout(kBatchN);
+  uint64_t hist[tickclock::batch::kHistBuckets] = {};
+  namespace tb = tickclock::batch;
+  for (auto _ : st) {
+    switch (k) {
+      case kTicks21:
+        use_scalar ? tb::scalar::TicksToNs(d.c21, d.ticks.data(), out.data(), kBatchN)
+                   : tb::TicksToNs(d.c21, d.ticks.data(), out.data(), kBatchN);
+        benchmark::DoNotOptimize(out.data());
+        break;
+      case kTicks24:
+        use_scalar ? tb::scalar::TicksToNs(d.c24, d.ticks.data(), out.data(), kBatchN)
+                   : tb::TicksToNs(d.c24, d.ticks.data(), out.data(), kBatchN);
+        benchmark::DoNotOptimize(out.data());
+        break;
+      case kDeltas:
+        use_scalar ? tb::scalar::DeltasToNs(d.c21, d.deltas.data(), dout.data(), kBatchN)
+                   : tb::DeltasToNs(d.c21, d.deltas.data(), dout.data(), kBatchN);
+        benchmark::DoNotOptimize(dout.data());
+        break;
+      case kHist:
+        use_scalar ? tb::scalar::Log2Histogram(d.durations.data(), kBatchN, hist)
+                   : tb::Log2Histogram(d.durations.data(), kBatchN, hist);
+        benchmark::DoNotOptimize(hist);
+        break;
+      case kMono: {
+        size_t r = use_scalar ? tb::scalar::FirstDecrease(d.sorted.data(), kBatchN)
+                              : tb::FirstDecrease(d.sorted.data(), kBatchN);
+        benchmark::DoNotOptimize(r);
+        break;
+      }
+    }
+    benchmark::ClobberMemory();
+  }
+  if (!use_scalar) {
+    hwy::SetSupportedTargetsForTest(0);
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+  }
+  Finish(st, (int)kBatchN);
+}
+
+std::string RegisterBatch() {
+  std::string names;
+  for (int k = kTicks21; k <= kMono; ++k) {
+    std::string base = std::string("BM_batch/") + kKernelNames[k] + "/";
+    benchmark::RegisterBenchmark((base + "scalar").c_str(), BatchLoop, (Kernel)k, true, (int64_t)0);
+    for (int64_t m = hwy::SupportedTargets() & HWY_TARGETS; m != 0; m &= m - 1) {
+      int64_t t = m & -m;
+      if (t == HWY_SCALAR) continue;  // that one is the plain loop again
+      if (k == kTicks21) names += std::string(names.empty() ? "" : " ") + hwy::TargetName(t);
+      benchmark::RegisterBenchmark((base + "hwy_" + hwy::TargetName(t)).c_str(), BatchLoop,
+                                   (Kernel)k, false, t);
+    }
+  }
+  return names;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -223,6 +325,8 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("tickclock_auto_source", info->source_name);
   benchmark::AddCustomContext("tickclock_auto_why", info->why);
   benchmark::AddCustomContext("rdtscp", HaveRdtscp() ? "yes" : "no");
+  benchmark::AddCustomContext("hwy_targets", RegisterBatch());
+  benchmark::AddCustomContext("hwy_dispatched", tickclock::batch::ActiveTarget());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
