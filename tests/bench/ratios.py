@@ -3,7 +3,7 @@
 the issue-7 ratio table (stdlib only).
 
 Every figure is ns per operation: real_time / ops_per_iter of each
-repetition, median over repetitions (min also kept in the JSON). Each is
+repetition, the fastest repetition (the median is also kept in the JSON). Each is
 divided by a baseline measured in the same run: bare RDTSC for reads,
 PostgreSQL 19's scheme at the same uptime for conversion, the scalar loop
 for batch kernels, the untimed pipeline for the executor.
@@ -30,7 +30,9 @@ def load_micro(path):
         unit = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")]
         ops = b.get("ops_per_iter", 1.0) or 1.0
         reps.setdefault(name, []).append(b["real_time"] * unit / ops)
-    figs = {n: {"ns": statistics.median(v), "min_ns": min(v), "reps": len(v)}
+    # The figure is the fastest repetition: on a shared, noisy machine the
+    # minimum is the least disturbed estimate of the intrinsic cost.
+    figs = {n: {"ns": min(v), "median_ns": statistics.median(v), "reps": len(v)}
             for n, v in reps.items()}
     return doc.get("context", {}), figs, errors
 
@@ -115,8 +117,13 @@ def main():
                         ratio(ov.get("tickclock"), ov.get("clock_gettime")), "<=", 0.6))
         targets.append((f"executor sampled (1 in {ex['sample_every']}) overhead vs untimed",
                         ov.get("sampled"), "<=", 0.01))
-        targets.append(("executor sampled estimate error (" + ex["sampled_error"]["target_metric"] + ")",
-                        ex["sampled_error"]["for_target"], "<=", 0.05))
+        se = ex["sampled_error"]
+        targets.append(("executor sampled estimate error vs full timing, same calls, worst node",
+                        se["for_target"], "<=", 0.05))
+        targets.append(("  same, raw (preemptions > %g us kept) [info]" % se["outlier_us"],
+                        se["sampling_error_raw_worst"], "<=", None))
+        targets.append(("executor full-timing agg total / untimed query time [info]",
+                        1 + se["full_agg_vs_untimed_wall_last"], "<=", None))
 
     # ---- print
     print(f"source chosen automatically: {ctx.get('tickclock_auto_source')} "
