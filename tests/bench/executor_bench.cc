@@ -12,9 +12,10 @@
 //   sampled        1 call in N timed with tickclock_now(), see below
 //   (shadow)       full timing plus the sampler's picks, for the error only
 //
-// Each repetition runs the modes round-robin; the figure per mode is
-// the fastest repetition (the machine is shared; the minimum is the least
-// disturbed), overhead = t(mode) / t(untimed) - 1.
+// Each repetition runs the modes round-robin; the figure per mode is the
+// thread's CPU time in the fastest repetition (the machine is shared: CPU
+// time leaves out other processes, the minimum is the least disturbed),
+// overhead = t(mode) / t(untimed) - 1; wall time is reported alongside.
 //
 // ---- Sampled timing and its bias ------------------------------------------
 // Deterministic "every N-th call" sampling is biased whenever call cost is
@@ -342,10 +343,13 @@ struct Agg final : Node {
   bool Body(Row* r) {
     if (!done) {
       Row in;
-      while (child->Next(&in)) {
+      int64_t* s = sum.data();  // locals: the virtual call below would force reloads
+      int64_t* c = cnt.data();
+      Node* ch = child;
+      while (ch->Next(&in)) {
         size_t g = (size_t)in.key & (kGroups - 1);
-        sum[g] += in.val;
-        cnt[g] += 1;
+        s[g] += in.val;
+        c[g] += 1;
       }
       done = true;
     }
@@ -366,7 +370,7 @@ struct NodeResult {
 };
 
 struct RunResult {
-  double wall_ns = 0;
+  double wall_ns = 0, cpu_ns = 0;  // wall: steady_clock; cpu: this thread's CPU time
   int64_t checksum = 0;
   NodeResult node[3];  // scan, filter, agg
 };
@@ -402,11 +406,15 @@ __attribute__((noinline)) RunResult RunPipeline(const Table& t) {
   Agg<I> agg(&filter);
   Node* top = &agg;
   RunResult res;
+  struct timespec c0, c1;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
   auto w0 = std::chrono::steady_clock::now();
   Row r;
   while (top->Next(&r)) res.checksum += r.key ^ r.val;
   auto w1 = std::chrono::steady_clock::now();
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
   res.wall_ns = (double)std::chrono::duration_cast<std::chrono::nanoseconds>(w1 - w0).count();
+  res.cpu_ns = (double)(c1.tv_sec - c0.tv_sec) * 1e9 + (double)(c1.tv_nsec - c0.tv_nsec);
   if constexpr (std::is_same_v<I, SampledInstr>) {
     scan.ins.Finish();
     filter.ins.Finish();
@@ -487,7 +495,7 @@ int main(int argc, char** argv) {
 
   const int kM = 5;        // modes with an overhead figure
   const int kRuns = 6;     // plus the shadow run
-  std::vector<double> wall[kRuns];
+  std::vector<double> wall[kRuns], cpu[kRuns];
   RunResult last[kRuns];
   // Per repetition and node: the sampling error (shadow estimate vs the full
   // timing of the same calls), the sampled mode's 95 % confidence half-width
@@ -500,6 +508,7 @@ int main(int argc, char** argv) {
     for (int m = 0; m < kRuns; ++m) {
       last[m] = RunMode(m, t);
       wall[m].push_back(last[m].wall_ns);
+      cpu[m].push_back(last[m].cpu_ns);
       if (last[m].checksum != warm.checksum) {
         fprintf(stderr, "executor_bench: checksum mismatch in mode %s\n", kModes[m]);
         return 1;
@@ -524,10 +533,13 @@ int main(int argc, char** argv) {
       worst_cross[k] = std::max(worst_cross[k], std::fabs(sn.total_ns / last[2].node[k].total_ns - 1));
     }
   }
-  double best[kRuns], med[kRuns];
+  // Figures: this thread's CPU time (other tenants' processes and our own
+  // preemptions excluded), fastest repetition; wall time kept alongside.
+  double best[kRuns], med[kRuns], best_wall[kRuns];
   for (int m = 0; m < kRuns; ++m) {
-    best[m] = *std::min_element(wall[m].begin(), wall[m].end());
-    med[m] = Median(wall[m]);
+    best[m] = *std::min_element(cpu[m].begin(), cpu[m].end());
+    med[m] = Median(cpu[m]);
+    best_wall[m] = *std::min_element(wall[m].begin(), wall[m].end());
   }
   double worst_err_any = std::max({worst_err[0], worst_err[1], worst_err[2]});
   double worst_raw_any = std::max({worst_raw[0], worst_raw[1], worst_raw[2]});
@@ -535,10 +547,11 @@ int main(int argc, char** argv) {
   printf("executor: %llu rows, %d repetitions, timer %s, sampling p = 1/%llu (first %llu calls exact)\n",
          (unsigned long long)rows, reps, info->source_name, (unsigned long long)g_sample_every,
          (unsigned long long)kAlwaysFirst);
-  printf("%-14s %10s %10s %10s\n", "mode", "ns/row", "median", "overhead");
+  printf("%-14s %10s %10s %10s %12s\n", "mode", "cpu ns/row", "median", "overhead",
+         "wall ns/row");
   for (int m = 0; m < kM; ++m)
-    printf("%-14s %10.2f %10.2f %9.1f%%\n", kModes[m], best[m] / rows, med[m] / rows,
-           100 * (best[m] / best[0] - 1));
+    printf("%-14s %10.2f %10.2f %9.1f%% %12.2f\n", kModes[m], best[m] / rows, med[m] / rows,
+           100 * (best[m] / best[0] - 1), best_wall[m] / rows);
   printf("node totals, last repetition (ms); shadow run: full timing vs the sampled estimate "
          "from the same calls, raw and without intervals > %.0f us\n", outlier_us);
   printf("  %-7s %9s %10s %11s %9s %7s | %9s %9s %8s | %6s %9s %9s %8s\n", "node", "calls",
@@ -575,8 +588,9 @@ int main(int argc, char** argv) {
             (unsigned long long)rows, reps, (unsigned long long)g_sample_every,
             (unsigned long long)kAlwaysFirst, info->source_name);
     for (int m = 0; m < kM; ++m)
-      fprintf(f, "  \"%s\": {\"ns_per_row\": %.4f, \"median_ns_per_row\": %.4f}%s\n", kModes[m],
-              best[m] / rows, med[m] / rows, m + 1 < kM ? "," : "");
+      fprintf(f, "  \"%s\": {\"ns_per_row\": %.4f, \"median_ns_per_row\": %.4f, "
+              "\"wall_ns_per_row\": %.4f}%s\n", kModes[m], best[m] / rows, med[m] / rows,
+              best_wall[m] / rows, m + 1 < kM ? "," : "");
     fprintf(f, " },\n \"overhead\": {");
     for (int m = 1; m < kM; ++m)
       fprintf(f, "\"%s\": %.5f%s", kModes[m], best[m] / best[0] - 1, m + 1 < kM ? ", " : "");

@@ -2,8 +2,9 @@
 """Turn micro_bench's Google Benchmark JSON and executor_bench's JSON into
 the issue-7 ratio table (stdlib only).
 
-Every figure is ns per operation: real_time / ops_per_iter of each
-repetition, the fastest repetition (the median is also kept in the JSON). Each is
+Every figure is ns per operation: cpu_time / ops_per_iter of each
+repetition (process CPU time: other tenants of this shared machine are left
+out), the fastest repetition (the median is also kept in the JSON). Each is
 divided by a baseline measured in the same run: bare RDTSC for reads,
 PostgreSQL 19's scheme at the same uptime for conversion, the scalar loop
 for batch kernels, the untimed pipeline for the executor.
@@ -29,7 +30,7 @@ def load_micro(path):
             continue
         unit = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")]
         ops = b.get("ops_per_iter", 1.0) or 1.0
-        reps.setdefault(name, []).append(b["real_time"] * unit / ops)
+        reps.setdefault(name, []).append(b["cpu_time"] * unit / ops)
     # The figure is the fastest repetition: on a shared, noisy machine the
     # minimum is the least disturbed estimate of the intrinsic cost.
     figs = {n: {"ns": min(v), "median_ns": statistics.median(v), "reps": len(v)}
@@ -102,7 +103,7 @@ def main():
             rows.append(("batch", name, ns(name), ratio(ns(name), sc), "scalar loop",
                          ratio(sc, ns(name)), None))
             impl = name.split("/")[2]
-            if impl != "scalar" and k in ("ticks_to_ns", "deltas_to_ns") and \
+            if impl != "scalar" and k in ("ticks_to_ns", "ticks_to_ns_24mhz", "deltas_to_ns") and \
                     any(t in impl for t in ("AVX2", "AVX3")):
                 targets.append((f"batch {k} speed-up over scalar ({impl})",
                                 ratio(sc, ns(name)), ">=", 2.0))
