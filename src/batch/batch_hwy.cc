@@ -25,9 +25,18 @@ namespace batch {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-#if HWY_TARGET == HWY_SCALAR
-// Highway's single-lane target cannot split a u64 lane into u32 halves:
-// it is the plain loop.
+// The 32-bit halves come from BitCast + MulEven, which takes the low half
+// of each u64 lane only on little-endian layouts; Highway 1.0.3 has no
+// big-endian SIMD target, but a later one (s390x Z14) would: guard it.
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define TICKCLOCK_BATCH_PLAIN 1
+#else
+#define TICKCLOCK_BATCH_PLAIN 0
+#endif
+
+#if HWY_TARGET == HWY_SCALAR || TICKCLOCK_BATCH_PLAIN
+// Highway's single-lane target cannot split a u64 lane into u32 halves
+// (and big-endian lanes would pair the wrong halves): the plain loop.
 void TicksToNsImpl(const tickclock_conv& c, const uint64_t* in, uint64_t* out, size_t n) {
   scalar::TicksToNs(c, in, out, n);
 }
@@ -72,13 +81,11 @@ HWY_INLINE VU MulLow(DU d, VU a, VU b, VU b_hi) {
 // The integer part's form, chosen once per call.
 enum class IntForm { kZero, kSmall, kWide };
 
-struct Consts {
-  VU f, f_hi, i, i_hi, mask32, zero;
-};
-
+// Loop-invariant vectors are passed one by one: SVE/RVV vectors are
+// sizeless and cannot be struct members.
 template <IntForm kForm>
-HWY_INLINE VU Scale(DU d, VU t, const Consts& k) {
-  const VU frac_hi = MulHigh(d, t, k.f, k.f_hi);
+HWY_INLINE VU Scale(DU d, VU t, VU f, VU f_hi, VU i, VU i_hi) {
+  const VU frac_hi = MulHigh(d, t, f, f_hi);
   if constexpr (kForm == IntForm::kZero) {
     return frac_hi;  // t * f / 2^64 < t: no overflow, no carry
   } else {
@@ -86,32 +93,21 @@ HWY_INLINE VU Scale(DU d, VU t, const Consts& k) {
     if constexpr (kForm == IntForm::kSmall) {
       // i < 2^32: t*i = t_lo*i + (t_hi*i << 32); both partial products < 2^64
       const hn::Repartition<uint32_t, DU> d32;
-      const VU p0 = hn::MulEven(hn::BitCast(d32, t), hn::BitCast(d32, k.i));
-      const VU p1 = hn::MulEven(hn::BitCast(d32, hn::ShiftRight<32>(t)), hn::BitCast(d32, k.i));
+      const VU p0 = hn::MulEven(hn::BitCast(d32, t), hn::BitCast(d32, i));
+      const VU p1 = hn::MulEven(hn::BitCast(d32, hn::ShiftRight<32>(t)), hn::BitCast(d32, i));
       const VU mid = hn::Add(p1, hn::ShiftRight<32>(p0));
       int_hi = hn::ShiftRight<32>(mid);
-      int_lo = hn::Or(hn::ShiftLeft<32>(mid), hn::And(p0, k.mask32));
+      int_lo = hn::Or(hn::ShiftLeft<32>(mid), hn::And(p0, hn::Set(d, 0xFFFFFFFFull)));
     } else {
-      int_hi = MulHigh(d, t, k.i, k.i_hi);
-      int_lo = MulLow(d, t, k.i, k.i_hi);
+      int_hi = MulHigh(d, t, i, i_hi);
+      int_lo = MulLow(d, t, i, i_hi);
     }
     const VU sum = hn::Add(int_lo, frac_hi);
     // carry out of int_lo + frac_hi, in bit 63
     const VU carry = hn::Or(hn::And(int_lo, frac_hi), hn::AndNot(sum, hn::Or(int_lo, frac_hi)));
     const VU ovf = hn::Or(int_hi, hn::ShiftRight<63>(carry));
-    return hn::Or(sum, hn::VecFromMask(d, hn::Ne(ovf, k.zero)));  // saturate to all-ones
+    return hn::Or(sum, hn::VecFromMask(d, hn::Ne(ovf, hn::Zero(d))));  // saturate to all-ones
   }
-}
-
-Consts MakeConsts(DU d, uint64_t i, uint64_t f) {
-  Consts k;
-  k.f = hn::Set(d, f);
-  k.f_hi = hn::Set(d, f >> 32);
-  k.i = hn::Set(d, i);
-  k.i_hi = hn::Set(d, i >> 32);
-  k.mask32 = hn::Set(d, 0xFFFFFFFFull);
-  k.zero = hn::Zero(d);
-  return k;
 }
 
 template <IntForm kForm>
@@ -119,9 +115,11 @@ HWY_NOINLINE void TicksLoop(const tickclock_conv& c, const uint64_t* in,
                             uint64_t* out, size_t n) {
   const DU d;
   const size_t N = hn::Lanes(d);
-  const Consts k = MakeConsts(d, c.ns_int, c.ns_frac);
+  const VU f = hn::Set(d, c.ns_frac), f_hi = hn::Set(d, c.ns_frac >> 32);
+  const VU i = hn::Set(d, c.ns_int), i_hi = hn::Set(d, c.ns_int >> 32);
   size_t x = 0;
-  for (; x + N <= n; x += N) hn::StoreU(Scale<kForm>(d, hn::LoadU(d, in + x), k), d, out + x);
+  for (; x + N <= n; x += N)
+    hn::StoreU(Scale<kForm>(d, hn::LoadU(d, in + x), f, f_hi, i, i_hi), d, out + x);
   for (; x < n; ++x) out[x] = tickclock_conv_ticks_to_ns(&c, in[x]);
 }
 
@@ -131,14 +129,15 @@ HWY_NOINLINE void DeltasLoop(const tickclock_conv& c, const int64_t* in,
   const DU d;
   const hn::RebindToSigned<DU> di;
   const size_t N = hn::Lanes(d);
-  const Consts k = MakeConsts(d, c.ns_int, c.ns_frac);
+  const VU f = hn::Set(d, c.ns_frac), f_hi = hn::Set(d, c.ns_frac >> 32);
+  const VU i = hn::Set(d, c.ns_int), i_hi = hn::Set(d, c.ns_int >> 32);
   const VU int64_max = hn::Set(d, 0x7FFFFFFFFFFFFFFFull);
   size_t x = 0;
   for (; x + N <= n; x += N) {
     const auto v = hn::LoadU(di, in + x);
     const VU s = hn::BitCast(d, hn::BroadcastSignBit(v));  // all-ones if negative
     const VU mag = hn::Sub(hn::Xor(hn::BitCast(d, v), s), s);  // |v|, 2^63 for INT64_MIN
-    const VU r = Scale<kForm>(d, mag, k);
+    const VU r = Scale<kForm>(d, mag, f, f_hi, i, i_hi);
     // clamp to 2^63 - 1 (positive) or 2^63 (negative), then negate if negative
     const VU lim = hn::Sub(int64_max, s);
     const VU m = hn::Min(r, lim);
@@ -193,7 +192,7 @@ size_t FirstDecreaseImpl(const uint64_t* a, size_t n) {
   return n;
 }
 
-#endif  // HWY_TARGET == HWY_SCALAR
+#endif  // HWY_TARGET == HWY_SCALAR || TICKCLOCK_BATCH_PLAIN
 
 const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
 
