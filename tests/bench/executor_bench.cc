@@ -155,7 +155,7 @@ struct SampledInstr {
   uint64_t samples = 0, calls_at_begin = 0;
   uint64_t exact_ticks = 0;    // the first K calls, weight 1
   uint64_t sampled_ticks = 0;  // later sampled calls, weight N
-  unsigned __int128 sampled_sq = 0;  // sum of squared sampled durations (ticks^2)
+  double sampled_sq = 0;  // sum of squared sampled durations (ticks^2)
   uint64_t outliers = 0;             // sampled intervals over --outlier-us, dropped
   size_t gap_i = (g_gap_seed += 5003) % kGapTable;
   uint64_t calls = 0;          // filled in by Finish()
@@ -178,7 +178,7 @@ struct SampledInstr {
       ++outliers;  // a preemption, not the node's work (see ShadowInstr)
     } else {
       sampled_ticks += d;
-      sampled_sq += (unsigned __int128)d * d;
+      sampled_sq += (double)d * (double)d;
       ++samples;
     }
   }
