@@ -1,0 +1,230 @@
+// Batch kernels: bit identity with the scalar tickclock_conv functions on
+// random and edge inputs, for every Highway target compiled in and
+// supported by this CPU (each forced in turn with SetSupportedTargetsForTest).
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "batch.h"
+#include "doctest/doctest.h"
+#include "tickclock.h"
+
+#if TICKCLOCK_HAVE_HWY
+#include "hwy/highway.h"
+#include "hwy/targets.h"
+#endif
+
+namespace tb = tickclock::batch;
+
+namespace {
+
+struct Rng {
+  uint64_t s;
+  uint64_t operator()() {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    return s;
+  }
+};
+
+// (name, target bit) for every target to test; {"scalar", 0} without Highway.
+std::vector<std::pair<std::string, int64_t>> TargetsToTest() {
+  std::vector<std::pair<std::string, int64_t>> out;
+#if TICKCLOCK_HAVE_HWY
+  hwy::SetSupportedTargetsForTest(0);
+  for (int64_t m = hwy::SupportedTargets() & HWY_TARGETS; m != 0; m &= m - 1) {
+    int64_t t = m & -m;
+    out.emplace_back(hwy::TargetName(t), t);
+  }
+#else
+  out.emplace_back("scalar", 0);
+#endif
+  return out;
+}
+
+void ForceTarget(int64_t t) {
+#if TICKCLOCK_HAVE_HWY
+  hwy::SetSupportedTargetsForTest(t);
+  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+#else
+  (void)t;
+#endif
+}
+
+void ResetTargets() { ForceTarget(0); }
+
+// Conversions to test: every frequency class from 24 MHz to 100 GHz plus
+// the ends of the accepted range, rationals, and hand-built structs that
+// reach the wide (ns_int >= 2^32) path.
+std::vector<tickclock_conv> Convs() {
+  const uint64_t hz[][2] = {
+      {1, 1},          {1000, 1},       {32768, 1},       {1000000, 1},     {19200000, 1},
+      {24000000, 1},   {25000000, 1},   {50000000, 1},    {62500000, 1},    {100000000, 1},
+      {512000000, 1},  {999999999, 1},  {1000000000, 1},  {1000000001, 1},  {2100000000, 1},
+      {2095999000, 1}, {3000000000, 7}, {2899999999, 1},  {3700000000, 1},  {5000000000, 1},
+      {10000000000, 3}, {100000000000, 1}, {1000000000000, 1}, {7, 3},       {123456789012, 7}};
+  std::vector<tickclock_conv> v;
+  for (auto& h : hz) {
+    tickclock_conv c;
+    REQUIRE(tickclock_conv_init(&c, h[0], h[1]) == TICKCLOCK_OK);
+    v.push_back(c);
+  }
+  tickclock_conv w{};
+  w.ns_int = 0x123456789ull, w.ns_frac = 0xDEADBEEFCAFEF00Dull;  // wide integer part
+  v.push_back(w);
+  w.ns_int = ~0ull, w.ns_frac = ~0ull;
+  v.push_back(w);
+  w.ns_int = 1ull << 32, w.ns_frac = 0;
+  v.push_back(w);
+  w.ns_int = 0xFFFFFFFFull, w.ns_frac = 1;  // largest small integer part
+  v.push_back(w);
+  return v;
+}
+
+// Smallest t with ticks_to_ns(t) == UINT64_MAX (the function is monotone),
+// or 0 if it never saturates.
+uint64_t SaturationPoint(const tickclock_conv& c) {
+  if (tickclock_conv_ticks_to_ns(&c, UINT64_MAX) != UINT64_MAX) return 0;
+  uint64_t lo = 0, hi = UINT64_MAX;  // f(lo) < MAX <= f(hi)
+  if (tickclock_conv_ticks_to_ns(&c, 0) == UINT64_MAX) return 0;
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    (tickclock_conv_ticks_to_ns(&c, mid) == UINT64_MAX ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+std::vector<uint64_t> Inputs(const tickclock_conv& c, Rng& rng) {
+  std::vector<uint64_t> v = {0, 1, 2, 3, 0xFFFFFFFFull, 0x100000000ull, 0x100000001ull,
+                             (1ull << 62), (1ull << 63) - 1, 1ull << 63, (1ull << 63) + 1,
+                             UINT64_MAX - 1, UINT64_MAX};
+  uint64_t s = SaturationPoint(c);
+  for (uint64_t d = 0; d < 3 && s; ++d) {
+    v.push_back(s - 1 + d);
+    v.push_back(s - 2);
+  }
+  // the value whose |delta| saturates int64: around 2^63 ns
+  for (int k = 0; k < 300; ++k) v.push_back(rng());
+  for (int k = 0; k < 300; ++k) v.push_back(rng() >> (rng() & 63));
+  for (int k = 0; k < 64; ++k) v.push_back(1ull << k), v.push_back((1ull << k) - 1);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("batch kernels are bit-identical to the scalar conversion on every target") {
+  auto targets = TargetsToTest();
+  std::string names;
+  for (auto& t : targets) names += (names.empty() ? "" : " ") + t.first;
+  printf("batch_test: targets compiled and supported here: %s\n", names.c_str());
+  MESSAGE("targets tested: " << names);
+  REQUIRE(!targets.empty());
+  const auto convs = Convs();
+  for (auto& t : targets) {
+    ForceTarget(t.second);
+    INFO("target " << t.first);
+    CHECK(std::string(tb::ActiveTarget()) == t.first);
+    Rng rng{0x2545F4914F6CDD1Dull};
+    for (const tickclock_conv& c : convs) {
+      INFO("ns_int " << c.ns_int << " ns_frac " << c.ns_frac);
+      std::vector<uint64_t> in = Inputs(c, rng);
+      // unsigned
+      std::vector<uint64_t> want(in.size()), got(in.size(), 0x5555);
+      tb::scalar::TicksToNs(c, in.data(), want.data(), in.size());
+      for (size_t k = 0; k < in.size(); ++k) REQUIRE(want[k] == tickclock_conv_ticks_to_ns(&c, in[k]));
+      // every length up to 40 and offsets 0..3 (tails and unaligned starts)
+      for (size_t off = 0; off < 4; ++off) {
+        for (size_t n = 0; n <= 40 && off + n <= in.size(); ++n) {
+          std::fill(got.begin(), got.end(), 0x5555);
+          tb::TicksToNs(c, in.data() + off, got.data(), n);
+          for (size_t k = 0; k < n; ++k) REQUIRE(got[k] == want[off + k]);
+          REQUIRE(got[n] == 0x5555);  // no write past n
+        }
+      }
+      tb::TicksToNs(c, in.data(), got.data(), in.size());
+      for (size_t k = 0; k < in.size(); ++k) {
+        INFO("t = " << in[k]);
+        REQUIRE(got[k] == want[k]);
+      }
+      std::vector<uint64_t> inplace = in;  // out == in
+      tb::TicksToNs(c, inplace.data(), inplace.data(), inplace.size());
+      CHECK(inplace == want);
+      // signed: each input as is and negated, plus INT64_MIN/MAX
+      std::vector<int64_t> din;
+      for (uint64_t x : in) din.push_back((int64_t)x), din.push_back(-(int64_t)(x >> 1));
+      din.push_back(INT64_MIN), din.push_back(INT64_MIN + 1), din.push_back(INT64_MAX);
+      din.push_back(-1);
+      std::vector<int64_t> dwant(din.size()), dgot(din.size());
+      tb::scalar::DeltasToNs(c, din.data(), dwant.data(), din.size());
+      for (size_t k = 0; k < din.size(); ++k) REQUIRE(dwant[k] == tickclock_conv_delta_to_ns(&c, din[k]));
+      for (size_t n = 0; n <= 20; ++n) {
+        tb::DeltasToNs(c, din.data() + 3, dgot.data(), n);
+        for (size_t k = 0; k < n; ++k) REQUIRE(dgot[k] == dwant[3 + k]);
+      }
+      tb::DeltasToNs(c, din.data(), dgot.data(), din.size());
+      for (size_t k = 0; k < din.size(); ++k) {
+        INFO("d = " << din[k]);
+        REQUIRE(dgot[k] == dwant[k]);
+      }
+    }
+  }
+  ResetTargets();
+}
+
+TEST_CASE("log2 histogram matches the scalar one on every target") {
+  auto targets = TargetsToTest();
+  Rng rng{42};
+  std::vector<uint64_t> in = {0, 1, 2, 3, 4, UINT64_MAX, 1ull << 63, (1ull << 63) - 1};
+  for (int k = 0; k < 64; ++k) in.push_back(1ull << k), in.push_back((1ull << k) - 1),
+                               in.push_back((1ull << k) + 1);
+  for (int k = 0; k < 5000; ++k) in.push_back(rng() >> (rng() & 63));
+  for (auto& t : targets) {
+    ForceTarget(t.second);
+    INFO("target " << t.first);
+    for (size_t n : {(size_t)0, (size_t)1, (size_t)7, (size_t)33, in.size()}) {
+      uint64_t want[tb::kHistBuckets] = {}, got[tb::kHistBuckets] = {};
+      tb::scalar::Log2Histogram(in.data(), n, want);
+      got[5] = 10;  // adds to what is there
+      tb::Log2Histogram(in.data(), n, got);
+      got[5] -= 10;
+      for (int b = 0; b < tb::kHistBuckets; ++b) REQUIRE(got[b] == want[b]);
+    }
+  }
+  uint64_t h[tb::kHistBuckets] = {};
+  const uint64_t probe[] = {0, 1, 2, 3, 4, UINT64_MAX};
+  tb::scalar::Log2Histogram(probe, 6, h);
+  CHECK(h[0] == 1);
+  CHECK(h[1] == 1);
+  CHECK(h[2] == 2);
+  CHECK(h[3] == 1);
+  CHECK(h[64] == 1);
+  ResetTargets();
+}
+
+TEST_CASE("monotonicity scan finds the first decrease on every target") {
+  auto targets = TargetsToTest();
+  for (auto& t : targets) {
+    ForceTarget(t.second);
+    INFO("target " << t.first);
+    CHECK(tb::FirstDecrease(nullptr, 0) == 0);
+    uint64_t one = 5;
+    CHECK(tb::FirstDecrease(&one, 1) == 1);
+    for (size_t n = 2; n <= 70; ++n) {
+      std::vector<uint64_t> a(n);
+      for (size_t i = 0; i < n; ++i) a[i] = (1ull << 63) - 10 + i / 3;  // with repeats
+      CHECK(tb::FirstDecrease(a.data(), n) == n);
+      for (size_t pos = 0; pos + 1 < n; ++pos) {
+        std::vector<uint64_t> b = a;
+        b[pos + 1] = b[pos] - 1;  // decrease between pos and pos + 1
+        for (size_t j = pos + 2; j < n; ++j) b[j] = 0;  // later decreases too
+        REQUIRE(tb::FirstDecrease(b.data(), n) == pos);
+        REQUIRE(tb::scalar::FirstDecrease(b.data(), n) == pos);
+      }
+      // unsigned order: 2^63 follows 2^63 - 1 (a signed compare would see a drop)
+      std::vector<uint64_t> c(n);
+      for (size_t i = 0; i < n; ++i) c[i] = (1ull << 63) - n / 2 + i;
+      CHECK(tb::FirstDecrease(c.data(), n) == n);
+    }
+  }
+  ResetTargets();
+}
