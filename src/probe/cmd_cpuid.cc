@@ -123,22 +123,22 @@ std::vector<Leaf> enumerate_native() {
   return out;
 }
 
-void print_dump(const std::vector<Leaf> &leaves, bool native) {
+void print_dump(const std::vector<Leaf> &leaves, bool native, FILE *out = stdout) {
   if (native) {
     struct utsname u;
     std::time_t now = std::time(nullptr);
     char date[64];
     std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    std::printf("# source: tickclock-probe cpuid --dump\n");
-    std::printf("# date: %s\n", date);
-    if (uname(&u) == 0) std::printf("# kernel: %s %s %s\n", u.sysname, u.release, u.machine);
+    std::fprintf(out, "# source: tickclock-probe cpuid --dump\n");
+    std::fprintf(out, "# date: %s\n", date);
+    if (uname(&u) == 0) std::fprintf(out, "# kernel: %s %s %s\n", u.sysname, u.release, u.machine);
     std::string cs = read_line("/sys/devices/system/clocksource/clocksource0/current_clocksource");
     std::string av = read_line("/sys/devices/system/clocksource/clocksource0/available_clocksource");
-    if (!cs.empty()) std::printf("# clocksource: %s\n", cs.c_str());
-    if (!av.empty()) std::printf("# available_clocksource: %s\n", av.c_str());
+    if (!cs.empty()) std::fprintf(out, "# clocksource: %s\n", cs.c_str());
+    if (!av.empty()) std::fprintf(out, "# available_clocksource: %s\n", av.c_str());
   }
   for (const Leaf &l : leaves)
-    std::printf("%s %s %s %s %s %s\n", hex8(l.leaf).c_str(), hex8(l.subleaf).c_str(),
+    std::fprintf(out, "%s %s %s %s %s %s\n", hex8(l.leaf).c_str(), hex8(l.subleaf).c_str(),
                 hex8(l.r.eax).c_str(), hex8(l.r.ebx).c_str(), hex8(l.r.ecx).c_str(),
                 hex8(l.r.edx).c_str());
 }
@@ -342,4 +342,8 @@ int cmd_cpuid(int argc, char **argv) {
 #endif
 }
 
+}  // namespace tickclock_probe
+
+namespace tickclock_probe {
+void write_cpuid_dump(FILE *f) { print_dump(enumerate_native(), true, f); }
 }  // namespace tickclock_probe

@@ -11,7 +11,17 @@ struct Command {
   const char *usage;  // one line
 };
 
+#include <cstdio>
+
 int cmd_cpuid(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_timing(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_warp(int argc, char **argv);
+
+// This CPU's leaves in the fixture format, with the host facts as
+// metadata comments (cmd_cpuid.cc; used by validate --fixture-out).
+void write_cpuid_dump(FILE *f);
 
 }  // namespace tickclock_probe
 

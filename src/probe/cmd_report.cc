@@ -1,0 +1,108 @@
+// tickclock-probe [--json]
+//
+// The report: the chosen source, its frequency (value, method, uncertainty),
+// every candidate source with its read cost and why it was or wasn't
+// chosen, every frequency source and how it compared, the hypervisor, the
+// kernel's clocksource, invariant TSC and resolution.
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "src/probe/commands.h"
+#include "src/probe/json.h"
+#include "src/probe/util.h"
+
+namespace tickclock_probe {
+
+int cmd_report(int argc, char **argv) {
+  bool json = false;
+  Args a(argc, argv);
+  while (!a.done()) {
+    std::string v;
+    bool hv;
+    std::string opt = split_opt(a.next(), &v, &hv);
+    if (opt == "--json" && !hv)
+      json = true;
+    else
+      throw UsageError{"unknown option '" + opt + "' (expected --json, or a subcommand: try --help)"};
+  }
+  const tickclock_info *i = tickclock_info_get();
+  tickclock_evidence ev;
+  tickclock__gather(nullptr, &ev);
+  const char *method = i->freq_detail ? i->freq_detail : i->freq_method_name;
+#if defined(__x86_64__) || defined(__i386__)
+  const bool x86 = true;
+#else
+  const bool x86 = false;
+#endif
+  std::string hv_sig = ev.x86.hypervisor && ev.x86.hv_signature[0] ? ev.x86.hv_signature : "";
+  if (json) {
+    std::string o = "{\"source\":" + json_str(i->source_name);
+    o += ",\"why\":" + json_str(i->why);
+    o += ",\"forced\":" + json_b(i->forced);
+    o += ",\"frequency\":{\"hz\":" + json_num(i->hz) + ",\"num\":" + json_u(i->hz_num) +
+         ",\"den\":" + json_u(i->hz_den) + ",\"method\":" + json_str(method) +
+         ",\"uncertainty_ppm\":" + json_num(i->uncertainty_ppm) + "}";
+    o += ",\"resolution_ns\":" + json_num(i->resolution_ns);
+    o += ",\"candidates\":[";
+    for (unsigned k = 0; k < i->n_candidates; k++) {
+      const tickclock_candidate &c = i->candidates[k];
+      o += (k ? "," : "") + std::string("{\"source\":") + json_str(c.name) +
+           ",\"usable\":" + json_b(c.usable) + ",\"chosen\":" + json_b(c.chosen) +
+           ",\"read_ns\":" + (c.read_ns > 0 ? json_num(c.read_ns) : "null") +
+           ",\"reason\":" + json_str(c.reason) + "}";
+    }
+    o += "],\"frequency_sources\":[";
+    for (unsigned k = 0; k < i->n_freqs; k++) {
+      const tickclock_freq_candidate &f = i->freqs[k];
+      o += (k ? "," : "") + std::string("{\"name\":") + json_str(f.name) +
+           ",\"hz\":" + json_num(f.hz) + ",\"checked\":" + json_b(f.checked) +
+           ",\"ppm_vs_calibration\":" + (f.checked ? json_num(f.ppm_vs_calibration) : "null") +
+           ",\"bound_ppm\":" + (f.checked ? json_num(f.bound_ppm) : "null") +
+           ",\"usable\":" + json_b(f.usable) + ",\"chosen\":" + json_b(f.chosen) +
+           ",\"reason\":" + json_str(f.reason) + "}";
+    }
+    o += "],\"max_disagreement_ppm\":" + json_num(i->max_disagreement_ppm);
+    o += ",\"hypervisor\":" + (hv_sig.empty() ? std::string("null") : json_str(hv_sig));
+    o += ",\"clocksource\":" + (ev.clocksource_known ? json_str(ev.clocksource) : "null");
+    o += ",\"available_clocksource\":" +
+         (ev.available_known ? json_str(ev.available_clocksource) : "null");
+    o += ",\"invariant_tsc\":" + (x86 && ev.x86.invariant_known ? json_b(ev.x86.invariant_tsc) : "null");
+    std::printf("%s}\n", o.c_str());
+    return 0;
+  }
+  std::printf("tickclock-probe: %s\n\n", i->why);
+  std::printf("  %-22s %s%s\n", "source", i->source_name, i->forced ? " (forced)" : "");
+  std::printf("  %-22s %.6f MHz = %" PRIu64 "/%" PRIu64 " Hz, %s, +-%.2f ppm\n", "frequency",
+              i->hz / 1e6, i->hz_num, i->hz_den, method, i->uncertainty_ppm);
+  std::printf("  %-22s %.3f ns\n", "resolution", i->resolution_ns);
+  std::printf("  %-22s %s\n", "hypervisor", hv_sig.empty() ? "none reported" : hv_sig.c_str());
+  std::printf("  %-22s %s (available: %s)\n", "clocksource",
+              ev.clocksource_known ? ev.clocksource : "unknown",
+              ev.available_known ? ev.available_clocksource : "unknown");
+  if (x86)
+    std::printf("  %-22s %s\n", "invariant TSC",
+                !ev.x86.invariant_known ? "unknown" : ev.x86.invariant_tsc ? "yes" : "no");
+  std::printf("\n  candidates:\n    %-10s %-7s %-7s %10s  %s\n", "source", "usable", "chosen",
+              "read", "reason");
+  for (unsigned k = 0; k < i->n_candidates; k++) {
+    const tickclock_candidate &c = i->candidates[k];
+    std::string cost = c.read_ns > 0 ? fmt("%.1f ns", c.read_ns) : "-";
+    std::printf("    %-10s %-7s %-7s %10s  %s\n", c.name, c.usable ? "yes" : "no",
+                c.chosen ? "yes" : "", cost.c_str(), c.reason);
+  }
+  if (i->n_freqs) {
+    std::printf("\n  frequency sources (max pairwise disagreement %.2f ppm):\n", i->max_disagreement_ppm);
+    for (unsigned k = 0; k < i->n_freqs; k++) {
+      const tickclock_freq_candidate &f = i->freqs[k];
+      std::string cmp = f.checked ? fmt("%+9.2f ppm (bound %.1f)", f.ppm_vs_calibration, f.bound_ppm)
+                                  : std::string("reference");
+      std::printf("    %-24s %16.6f MHz  %-26s %s%s\n", f.name, f.hz / 1e6, cmp.c_str(),
+                  f.chosen ? "[chosen] " : "", f.reason);
+    }
+  }
+  return 0;
+}
+
+}  // namespace tickclock_probe

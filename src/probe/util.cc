@@ -1,0 +1,217 @@
+#include "src/probe/util.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include "arch/x86.h"
+#endif
+
+namespace tickclock_probe {
+
+std::string split_opt(const std::string &arg, std::string *value, bool *has_value) {
+  size_t eq = arg.find('=');
+  if (arg.compare(0, 2, "--") == 0 && eq != std::string::npos) {
+    *value = arg.substr(eq + 1);
+    *has_value = true;
+    return arg.substr(0, eq);
+  }
+  value->clear();
+  *has_value = false;
+  return arg;
+}
+
+std::string Args::value(const std::string &opt, const std::string &inline_value, bool has_inline) {
+  if (has_inline) return inline_value;
+  if (done()) throw UsageError{opt + " needs a value"};
+  return next();
+}
+
+double parse_seconds(const std::string &opt, const std::string &v, double max_s) {
+  char *end = nullptr;
+  errno = 0;
+  double s = std::strtod(v.c_str(), &end);
+  if (v.empty() || errno != 0 || end == nullptr || *end != '\0' || !(s > 0) || s > max_s)
+    throw UsageError{fmt("%s: expected a number of seconds in (0, %g], got '%s'", opt.c_str(),
+                         max_s, v.c_str())};
+  return s;
+}
+
+namespace {
+volatile std::sig_atomic_t g_interrupted = 0;
+void on_sigint(int) { g_interrupted = 1; }
+}  // namespace
+
+void install_sigint() { std::signal(SIGINT, on_sigint); }
+bool interrupted() { return g_interrupted != 0; }
+
+uint64_t mono_raw_ns() { return tickclock__os_now_raw(); }
+uint64_t mono_ns() { return tickclock__os_now(); }
+
+namespace {
+
+uint64_t read_now() { return tickclock_now(); }
+uint64_t read_now_ordered() { return tickclock_now_ordered(); }
+uint64_t read_cg(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+uint64_t read_mono() { return read_cg(CLOCK_MONOTONIC); }
+#if defined(CLOCK_MONOTONIC_RAW)
+uint64_t read_mono_raw() { return read_cg(CLOCK_MONOTONIC_RAW); }
+#endif
+#if defined(CLOCK_MONOTONIC_COARSE)
+uint64_t read_mono_coarse() { return read_cg(CLOCK_MONOTONIC_COARSE); }
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+uint64_t read_rdtsc() { return tickclock__x86_rdtsc(); }
+uint64_t read_lfence_rdtsc() { return tickclock__x86_rdtsc_ordered(); }
+uint64_t read_rdtscp() {
+  uint32_t aux;
+  return tickclock__x86_rdtscp(&aux);
+}
+#endif
+#if defined(TICKCLOCK__ARCH_COUNTER)
+uint64_t read_arch() { return tickclock__arch_read(); }
+uint64_t read_arch_ordered() { return tickclock__arch_read_ordered(); }
+#endif
+
+}  // namespace
+
+std::vector<Reader> all_readers() {
+  std::vector<Reader> v;
+  const tickclock_info *info = tickclock_info_get();
+  tickclock_evidence ev;
+  tickclock__gather(nullptr, &ev);
+  char why[TICKCLOCK_REASON_LEN] = "";
+  bool counter_ok = ev.arch_counter && tickclock__counter_executable(&ev, why, sizeof why);
+
+  tickclock_conv counter_conv;
+  bool have_conv = false;
+  std::string conv_why;
+#if defined(TICKCLOCK__ARCH_COUNTER)
+  if (counter_ok) {
+    if (info->source == ev.arch_counter) {
+      counter_conv = info->conv;
+      have_conv = true;
+    } else {
+      tickclock_calibration cal;
+      if (tickclock__calibrate(read_arch_ordered, 20, &cal) &&
+          tickclock_conv_init(&counter_conv, cal.hz_num, cal.hz_den) == TICKCLOCK_OK)
+        have_conv = true;
+      else
+        conv_why = "calibration failed";
+    }
+  }
+#endif
+  auto add = [&](const char *name, const char *what, uint64_t (*rd)(), bool ns, bool usable,
+                 const std::string &why_not) {
+    Reader r;
+    r.name = name;
+    r.what = what;
+    r.read = rd;
+    r.ticks_are_ns = ns;
+    r.usable = usable;
+    r.why_not = why_not;
+    if (!ns && have_conv) r.conv = counter_conv;
+    if (!ns && !have_conv && usable) {
+      r.usable = false;
+      r.why_not = conv_why.empty() ? why : conv_why;
+    }
+    v.push_back(r);
+  };
+  bool lib_ns = info->source == TICKCLOCK_SOURCE_SYSTEM;
+  {
+    Reader r;
+    r.name = "tickclock_now";
+    r.what = std::string("tickclock_now() [") + info->source_name + "]";
+    r.read = read_now;
+    r.ticks_are_ns = lib_ns;
+    r.conv = info->conv;
+    r.usable = true;
+    v.push_back(r);
+    r.name = "tickclock_now_ordered";
+    r.what = std::string("tickclock_now_ordered() [") + info->source_name + "]";
+    r.read = read_now_ordered;
+    v.push_back(r);
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  add("rdtsc", "RDTSC", read_rdtsc, false, counter_ok, why);
+  add("lfence_rdtsc", "LFENCE; RDTSC", read_lfence_rdtsc, false, counter_ok, why);
+  bool rdtscp = counter_ok && ev.x86.rdtscp;
+  add("rdtscp", "RDTSCP", read_rdtscp, false, rdtscp,
+      counter_ok ? "CPUID.80000001H:EDX[27] (RDTSCP) is clear: it would raise #UD" : why);
+#elif defined(TICKCLOCK__ARCH_COUNTER)
+  add(tickclock_source_name(TICKCLOCK__ARCH_COUNTER), "the architectural counter", read_arch,
+      false, counter_ok, why);
+  add((std::string(tickclock_source_name(TICKCLOCK__ARCH_COUNTER)) + "_ordered").c_str(),
+      "the architectural counter, ordered", read_arch_ordered, false, counter_ok, why);
+#endif
+  add("clock_gettime", "clock_gettime(CLOCK_MONOTONIC)", read_mono, true, true, "");
+#if defined(CLOCK_MONOTONIC_RAW)
+  add("clock_gettime_raw", "clock_gettime(CLOCK_MONOTONIC_RAW)", read_mono_raw, true, true, "");
+#endif
+#if defined(CLOCK_MONOTONIC_COARSE)
+  add("clock_gettime_coarse", "clock_gettime(CLOCK_MONOTONIC_COARSE)", read_mono_coarse, true,
+      true, "");
+#endif
+  return v;
+}
+
+int log2_bucket(uint64_t ns) {
+  if (ns == 0) return 0;
+  int b = 0;
+  while (ns) {
+    b++;
+    ns >>= 1;
+  }
+  return b;  // ns in [2^(b-1), 2^b)
+}
+
+uint64_t Histogram::percentile(double p) const {
+  if (count == 0) return 0;
+  uint64_t need = (uint64_t)std::ceil(p / 100.0 * (double)count);
+  if (need == 0) need = 1;
+  uint64_t seen = 0;
+  for (uint64_t ns = 0; ns < kExact; ns++) {
+    seen += exact[ns];
+    if (seen >= need) return ns;
+  }
+  // beyond the exact range: walk the log2 buckets that start at >= kExact
+  for (int b = log2_bucket_inline(kExact); b < 65; b++) {
+    seen += log2[b];
+    if (seen >= need) return b >= 64 ? UINT64_MAX : (1ull << b) - 1;
+  }
+  return max_ns;
+}
+
+std::string fmt(const char *f, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, f);
+  std::vsnprintf(buf, sizeof buf, f, ap);
+  va_end(ap);
+  return buf;
+}
+
+std::string bar(double fraction, int width) {
+  if (!(fraction > 0)) return "";
+  int n = (int)std::lround(fraction * width);
+  if (n < 1) n = 1;  // visible when non-zero
+  if (n > width) n = width;
+  return std::string((size_t)n, '#');
+}
+
+std::string json_num(double v) {
+  if (!std::isfinite(v)) return "null";
+  return fmt("%.6g", v);
+}
+
+}  // namespace tickclock_probe

@@ -1,0 +1,97 @@
+// Shared pieces of the probe commands: argument parsing with one-line
+// errors (exit 2), Ctrl-C handling, the clock reads the probe compares,
+// duration histograms, and terminal formatting.
+#ifndef TICKCLOCK_PROBE_UTIL_H
+#define TICKCLOCK_PROBE_UTIL_H
+
+#include <csignal>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "internal.h"
+
+namespace tickclock_probe {
+
+// ---- arguments -------------------------------------------------------------
+// Thrown by the parsers; main() prints "tickclock-probe CMD: MESSAGE" and
+// exits 2.
+struct UsageError {
+  std::string message;
+};
+
+struct Args {
+  explicit Args(int argc, char **argv) : argc_(argc), argv_(argv), i_(1) {}
+  bool done() const { return i_ >= argc_; }
+  std::string next() { return argv_[i_++]; }
+  // the value of an option that takes one ("--seconds 3" or "--seconds=3")
+  std::string value(const std::string &opt, const std::string &inline_value, bool has_inline);
+  int argc_;
+  char **argv_;
+  int i_;
+};
+
+// Splits "--name=value"; returns the name, sets value/has_value.
+std::string split_opt(const std::string &arg, std::string *value, bool *has_value);
+double parse_seconds(const std::string &opt, const std::string &v, double max_s);
+
+// ---- Ctrl-C ------------------------------------------------------------------
+// Loops poll interrupted() and stop; the command then prints what it has.
+void install_sigint();
+bool interrupted();
+
+// ---- time ------------------------------------------------------------------
+uint64_t mono_raw_ns();
+uint64_t mono_ns();
+
+// ---- the reads the probe compares ------------------------------------------
+struct Reader {
+  std::string name;       // --source NAME
+  std::string what;       // one-line description
+  uint64_t (*read)();     // raw ticks
+  bool ticks_are_ns;      // else converted with conv
+  tickclock_conv conv;    // ticks -> ns when !ticks_are_ns
+  bool usable;
+  std::string why_not;    // when !usable
+};
+
+// Every read this machine has (unusable ones carry why_not). Counter
+// frequencies come from the library's decision when it chose that counter,
+// else from a 20 ms calibration against CLOCK_MONOTONIC_RAW.
+std::vector<Reader> all_readers();
+
+// ---- durations -------------------------------------------------------------
+struct Histogram {
+  static const uint64_t kExact = 65536;  // exact-ns counts below this
+  // log2 buckets: [0] = 0 ns, [k] = [2^(k-1), 2^k) ns
+  uint64_t log2[65] = {};
+  std::vector<uint64_t> exact = std::vector<uint64_t>(kExact, 0);
+  uint64_t count = 0;
+  uint64_t max_ns = 0;
+  uint64_t backward = 0;  // observed steps backwards
+  uint64_t worst_backward_ns = 0;
+  void add(uint64_t ns) {
+    log2[log2_bucket_inline(ns)]++;
+    if (ns < kExact) exact[ns]++;
+    count++;
+    if (ns > max_ns) max_ns = ns;
+  }
+  // smallest d with at least p% of samples <= d (exact below kExact, else
+  // the upper edge of the log2 bucket)
+  uint64_t percentile(double p) const;
+  static int log2_bucket_inline(uint64_t ns) { return ns ? 64 - __builtin_clzll(ns) : 0; }
+};
+int log2_bucket(uint64_t ns);
+
+// ---- output ----------------------------------------------------------------
+std::string fmt(const char *f, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+std::string bar(double fraction, int width);
+std::string json_num(double v);  // finite -> number, else null
+
+}  // namespace tickclock_probe
+
+#endif

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# tickclock-probe end to end: every command runs, its --json parses and has
+# the keys DESIGN.md fixes, bad input gets one line on stderr and exit 2.
+set -uo pipefail
+P=$1
+fail=0
+tmp=${TEST_TMPDIR:-$(mktemp -d)}
+
+check() { # description, command...
+  local what=$1
+  shift
+  if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fail=1; fi
+}
+
+json_has() { # file, python expression over d
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ok = eval(sys.argv[2], {"d": d})
+sys.exit(0 if ok else 1)
+PY
+}
+
+# the report
+"$P" --json > "$tmp/report.json"; rc=$?
+check "report exits 0" test $rc -eq 0
+check "report json keys" json_has "$tmp/report.json" \
+  "d['source'] in ('tsc','system','cntvct','timebase','tod','rdtime','qpc') and set(d['frequency']) >= {'hz','num','den','method','uncertainty_ppm'} and all(set(c) >= {'source','usable','read_ns','reason'} for c in d['candidates']) and len(d['candidates']) >= 1"
+"$P" > "$tmp/report.txt"
+check "report text names the source" grep -q "^  source " "$tmp/report.txt"
+
+# timing: short, one source and all
+"$P" timing --seconds 0.2 --source clock_gettime --json > "$tmp/timing.json"; rc=$?
+check "timing exits 0 or 1" test $rc -le 1
+check "timing json" json_has "$tmp/timing.json" \
+  "d['sources'][0]['name']=='clock_gettime' and d['sources'][0]['loops']>0 and d['sources'][0]['loop_ns']>0 and sum(b['count'] for b in d['sources'][0]['histogram_log2'])>0"
+"$P" timing --seconds 0.1 --svg "$tmp/h.svg" > "$tmp/timing.txt"; rc=$?
+check "timing all sources" test $rc -le 1
+check "timing svg written" grep -q "<svg" "$tmp/h.svg"
+check "timing text has a histogram" grep -q "histogram of timing durations" "$tmp/timing.txt"
+
+# validate and warp
+"$P" validate --seconds 0.5 --json --fixture-out "$tmp/fx.cpuid" > "$tmp/validate.json"; rc=$?
+check "validate exit is its verdict" json_has "$tmp/validate.json" \
+  "(d['verdict']=='PASS') == ($rc==0) and {c['name'] for c in d['checks']} >= {'cpuid','clocksource','frequency','drift','monotonic','warp','read_cost'} and all(c['status'] in ('PASS','FAIL','SKIP') for c in d['checks'])"
+check "validate wrote a fixture" grep -q "^# expect.source: " "$tmp/fx.cpuid"
+"$P" warp --seconds 0.2 --json > "$tmp/warp.json"; rc=$?
+check "warp json" json_has "$tmp/warp.json" "'pairs' in d and d['backward'] == sum(p['backward'] for p in d['pairs'])"
+
+# bad input: one line on stderr, exit 2, nothing on stdout
+bad() { # args...
+  "$P" "$@" > "$tmp/out" 2> "$tmp/err"
+  local rc=$?
+  [[ $rc -eq 2 && $(wc -l < "$tmp/err") -eq 1 && ! -s "$tmp/out" ]] && grep -q "tickclock-probe" "$tmp/err"
+}
+check "unknown subcommand" bad frobnicate
+check "unknown flag" bad timing --bogus
+check "bad seconds" bad timing --seconds -1
+check "non-numeric seconds" bad warp --seconds abc
+check "too many seconds" bad validate --seconds 100000
+check "unknown timing source" bad timing --source sundial
+check "missing option value" bad timing --seconds
+check "unwritable fixture" bad validate --seconds 0.1 --fixture-out /nonexistent-dir/x.cpuid
+check "unknown validate source" bad validate --source sundial
+check "report flag" bad --frobnicate
+
+echo
+if [[ $fail -ne 0 ]]; then echo "probe_cli_test: FAILED"; exit 1; fi
+echo "probe_cli_test: all passed"
