@@ -75,7 +75,8 @@ typedef enum tickclock_freq_method {
  * direction. Contract for f in [1 kHz, 100 GHz] and every 64-bit input:
  *   floor(t*1e9/f) <= ticks_to_ns(t) <= floor(t*1e9/f) + 1,
  * exact whenever t*1e9/f is an integer, never decreasing in t, saturating
- * at UINT64_MAX; two multiplies, no division, no branch on the magnitude.
+ * at UINT64_MAX; one multiply above 1 GHz, two below, no division, no
+ * branch on the magnitude.
  * delta_to_ns(d) is within 1 of trunc(d*1e9/f), saturates at
  * INT64_MIN/INT64_MAX, and delta(-d) == -delta(d) wherever neither side
  * saturates. Complete type: keep one on the stack. */
@@ -101,13 +102,23 @@ TICKCLOCK__INLINE uint64_t tickclock__scale(uint64_t t, uint64_t i, uint64_t f) 
   return (int_hi | (uint64_t)(sum < int_lo)) ? UINT64_MAX : sum;
 }
 
+/* Scale below one: a single high multiply, which cannot overflow. The
+ * branch is on the frequency (fixed per conversion, always predicted),
+ * never on the magnitude of t: every t costs the same. */
+TICKCLOCK__INLINE uint64_t tickclock__scale_frac(uint64_t t, uint64_t f) {
+  uint64_t lo;
+  return tickclock__mul64(t, f, &lo);
+}
+
 TICKCLOCK__INLINE uint64_t tickclock_conv_ticks_to_ns(const tickclock_conv *c,
                                                       uint64_t ticks) {
+  if (c->ns_int == 0) return tickclock__scale_frac(ticks, c->ns_frac); /* f > 1 GHz */
   return tickclock__scale(ticks, c->ns_int, c->ns_frac);
 }
 
 TICKCLOCK__INLINE uint64_t tickclock_conv_ns_to_ticks(const tickclock_conv *c,
                                                       uint64_t ns) {
+  if (c->tk_int == 0) return tickclock__scale_frac(ns, c->tk_frac); /* f < 1 GHz */
   return tickclock__scale(ns, c->tk_int, c->tk_frac);
 }
 

@@ -202,8 +202,7 @@ TEST_CASE("TSC calibration (20 ms, tightest bracket) agrees with a 1 s reference
                     << " Hz (+-" << ref.uncertainty_ppm << " ppm); disagreement " << ppm << " ppm");
   CHECK(ppm <= 10.0);
   CHECK(quick.uncertainty_ppm < 10.0);
-  CHECK(quick.ns >= 20000000ull);
-  CHECK(quick.ns < 25000000ull);  // bounded: at most 20 ms plus two samples
+  CHECK(quick.ns >= 20000000ull);  // the interval asked for (no upper bound: wall time)
   // the rational is exact enough to reproduce hz
   CHECK(std::fabs((double)quick.hz_num / (double)quick.hz_den - quick.hz) < 1e-3);
 }
