@@ -212,6 +212,8 @@ TEST_CASE("decoder: hypervisor ranges, signatures and timing leaves") {
     CHECK(f.kvm_features == 0x01007efbu);
     CHECK(f.timing_leaf_valid == 0);
     CHECK_FALSE(l.was_asked(0x40000010u));
+    // not behind Hyper-V: no scan of further bases (each CPUID is a VM exit)
+    CHECK_FALSE(l.was_asked(0x40000100u));
   }
   SUBCASE("old KVM answering EAX=0 means a maximum of base+1") {
     Leaves l = intel(0xd, 0x55, true);
@@ -521,6 +523,13 @@ TEST_CASE("decider: kvm-clock with tsc available and a KVM frequency leaf") {
     CHECK(d.info->source == TICKCLOCK_SOURCE_SYSTEM);
     CHECK(contains(d.tsc_reason(), "disagrees with calibration"));
     CHECK_FALSE(d.freq("hypervisor_40000010")->usable);
+    // forced anyway: honoured (executable), calibrated, the caveat recorded
+    ev.cfg_source = TICKCLOCK_SOURCE_TSC;
+    Decision f = decide(ev);
+    CHECK(f.info->source == TICKCLOCK_SOURCE_TSC);
+    CHECK(std::string(f.info->freq_detail) == "calibration");
+    CHECK(contains(f.tsc_reason(), "forced by tickclock_config although"));
+    CHECK(contains(f.tsc_reason(), "disagrees"));
   }
   SUBCASE("tsc not in available_clocksource: refused without calibrating") {
     tickclock__strlcpy(ev.available_clocksource, "kvm-clock", sizeof ev.available_clocksource);

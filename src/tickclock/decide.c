@@ -444,17 +444,18 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
     if (!ev->cal.ok) {
       fail = "calibration against CLOCK_MONOTONIC_RAW failed (the counter did not advance "
              "with the clock)";
-    } else if (!forced && trusted == TICKCLOCK__TRUST_IF_HV_AGREES) {
+    } else if (trusted == TICKCLOCK__TRUST_IF_HV_AGREES) {
       unsigned i;
       int agreed = 0;
       for (i = 0; i < out->n_freqs; i++)
         if (out->freqs[i].method == TICKCLOCK_FREQ_HYPERVISOR && out->freqs[i].usable) agreed = 1;
       if (!agreed) {
-        tickclock__fmt(buf, sizeof buf,
+        tickclock__fmt(trust_why, sizeof trust_why,
                        "the kernel prefers the paravirtual clock '%s' and the hypervisor's TSC "
                        "frequency disagrees with calibration",
                        ev->clocksource);
-        fail = buf;
+        trusted = TICKCLOCK__TRUST_NO;
+        if (!forced) fail = trust_why; /* a forced TSC stays, with this as its caveat */
       }
     }
     if (fail == NULL) {
@@ -470,7 +471,7 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
     if (fail != NULL) {
       use_counter = 0;
       trusted = TICKCLOCK__TRUST_NO;
-      tickclock__strlcpy(trust_why, fail, sizeof trust_why);
+      if (fail != trust_why) tickclock__strlcpy(trust_why, fail, sizeof trust_why);
       if (forced) {
         tickclock__env_refused(out, forced, cname, trust_why);
         forced = 0;
