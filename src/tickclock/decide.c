@@ -257,6 +257,7 @@ static tickclock_freq_candidate *tickclock__add_freq(tickclock_info *out, const 
   tickclock__reduce(&num, &den);
   c->name = name;
   c->method = method;
+  c->available = 1;
   c->hz_num = num;
   c->hz_den = den;
   c->hz = (double)num / (double)den;
@@ -264,30 +265,106 @@ static tickclock_freq_candidate *tickclock__add_freq(tickclock_info *out, const 
   return c;
 }
 
-/* Every frequency source the evidence holds, for the arch counter. */
+/* A source that gave no frequency, and why (so the reasons cover every
+ * source, not just the ones found). */
+static void tickclock__absent_freq(tickclock_info *out, const char *name, int method,
+                                   const char *why) {
+  tickclock_freq_candidate *c;
+  if (out->n_freqs >= TICKCLOCK_MAX_FREQS) return;
+  c = &out->freqs[out->n_freqs++];
+  c->name = name;
+  c->method = method;
+  tickclock__fmt(c->reason, sizeof c->reason, "unavailable: %s", why);
+}
+
+static const char *tickclock__why_no_leaf15(const tickclock_x86_facts *x, char *b, size_t n) {
+  if (strcmp(x->vendor, "GenuineIntel") != 0)
+    tickclock__fmt(b, n, "the leaf 0x15 rule is Intel's (vendor '%s')", x->vendor);
+  else if (!x->leaf15_valid)
+    tickclock__fmt(b, n, "leaf 0x15 is beyond the maximum basic leaf 0x%x", (unsigned)x->max_leaf);
+  else if (x->leaf15_den == 0 || x->leaf15_num == 0)
+    tickclock__strlcpy(b, "leaf 0x15 reports no TSC/crystal ratio", n);
+  else
+    tickclock__strlcpy(b, "leaf 0x15 gives a ratio but no crystal, the model has no known "
+                          "crystal and leaf 0x16 gives no base frequency", n);
+  return b;
+}
+
+static const char *tickclock__why_no_leaf16(const tickclock_x86_facts *x, char *b, size_t n) {
+  if (strcmp(x->vendor, "GenuineIntel") != 0)
+    tickclock__fmt(b, n, "leaf 0x16 is Intel's (vendor '%s')", x->vendor);
+  else if (!x->leaf16_valid)
+    tickclock__fmt(b, n, "leaf 0x16 is beyond the maximum basic leaf 0x%x", (unsigned)x->max_leaf);
+  else
+    tickclock__strlcpy(b, "leaf 0x16 reports a base frequency of 0", n);
+  return b;
+}
+
+static const char *tickclock__why_no_hv(const tickclock_x86_facts *x, char *b, size_t n) {
+  if (!x->hypervisor)
+    tickclock__strlcpy(b, "no hypervisor (CPUID.1:ECX[31] clear)", n);
+  else if (!x->hv_valid)
+    tickclock__strlcpy(b, "hypervisor bit set but no hypervisor range at 0x40000000", n);
+  else
+    tickclock__fmt(b, n,
+                   "hypervisor '%s' (max leaf 0x%08x) publishes no TSC frequency leaf "
+                   "(VMware/KVM 0x40000010, Xen base+3)",
+                   x->hv_signature, (unsigned)x->hv_max_leaf);
+  return b;
+}
+
+static const char *tickclock__why_no_perf(const tickclock_perf_page *p, char *b, size_t n) {
+  if (!p->attempted)
+    tickclock__strlcpy(b, "perf_event mmap page not read (not Linux x86, or built without it)", n);
+  else if (!p->ok)
+    tickclock__fmt(b, n, "perf_event_open/mmap of a self-monitoring event failed (errno %d)",
+                   p->err);
+  else if (!p->cap_user_time)
+    tickclock__strlcpy(b, "perf mmap page has cap_user_time = 0: the kernel does not publish a "
+                          "TSC-to-ns conversion (its clock is not a stable native TSC)", n);
+  else
+    tickclock__fmt(b, n, "perf mmap page has unusable time_mult %u / time_shift %u",
+                   (unsigned)p->time_mult, (unsigned)p->time_shift);
+  return b;
+}
+
+/* Every frequency source for the arch counter: the ones found, and the
+ * ones that were not, with the reason. */
 static void tickclock__collect_freqs(const tickclock_evidence *ev, tickclock_info *out) {
   tickclock_freq f;
-  if (ev->arch_counter != TICKCLOCK_SOURCE_TSC) {
-    if (ev->cal.ok)
-      tickclock__add_freq(out, "calibration", TICKCLOCK_FREQ_CALIBRATED, ev->cal.hz_num,
-                          ev->cal.hz_den, ev->cal.uncertainty_ppm);
-    return;
-  }
+  char b[TICKCLOCK_REASON_LEN];
   if (ev->cal.ok)
     tickclock__add_freq(out, "calibration", TICKCLOCK_FREQ_CALIBRATED, ev->cal.hz_num,
                         ev->cal.hz_den, ev->cal.uncertainty_ppm);
+  else
+    tickclock__absent_freq(out, "calibration", TICKCLOCK_FREQ_CALIBRATED,
+                           ev->cal.ns ? "calibration failed"
+                                      : "not calibrated: the counter was not going to be used");
+  if (ev->arch_counter != TICKCLOCK_SOURCE_TSC) return;
   /* perf page: ns = cyc * mult >> shift, so Hz = 1e9 * 2^shift / mult */
   if (ev->perf.ok && ev->perf.cap_user_time && ev->perf.time_mult != 0 &&
       ev->perf.time_shift <= 32)
     tickclock__add_freq(out, "perf_page", TICKCLOCK_FREQ_PERF_PAGE,
                         UINT64_C(1000000000) << ev->perf.time_shift, ev->perf.time_mult,
                         1e6 / (double)ev->perf.time_mult);
+  else
+    tickclock__absent_freq(out, "perf_page", TICKCLOCK_FREQ_PERF_PAGE,
+                           tickclock__why_no_perf(&ev->perf, b, sizeof b));
   if (tickclock_x86_freq_leaf15(&ev->x86, &f))
     tickclock__add_freq(out, f.name, f.method, f.hz_num, f.hz_den, f.uncertainty_ppm);
+  else
+    tickclock__absent_freq(out, "cpuid_15h", TICKCLOCK_FREQ_CPUID_15H,
+                           tickclock__why_no_leaf15(&ev->x86, b, sizeof b));
   if (tickclock_x86_freq_hypervisor(&ev->x86, &f))
     tickclock__add_freq(out, f.name, f.method, f.hz_num, f.hz_den, f.uncertainty_ppm);
+  else
+    tickclock__absent_freq(out, "hypervisor", TICKCLOCK_FREQ_HYPERVISOR,
+                           tickclock__why_no_hv(&ev->x86, b, sizeof b));
   if (tickclock_x86_freq_leaf16(&ev->x86, &f))
     tickclock__add_freq(out, f.name, f.method, f.hz_num, f.hz_den, f.uncertainty_ppm);
+  else
+    tickclock__absent_freq(out, "cpuid_16h", TICKCLOCK_FREQ_CPUID_16H,
+                           tickclock__why_no_leaf16(&ev->x86, b, sizeof b));
 }
 
 /* Cross-check every source against calibration; pairwise matrix. */
@@ -295,6 +372,7 @@ static void tickclock__check_freqs(const tickclock_evidence *ev, tickclock_info 
   unsigned i, j;
   for (i = 0; i < out->n_freqs; i++) {
     tickclock_freq_candidate *c = &out->freqs[i];
+    if (!c->available) continue;
     if (strcmp(c->name, "calibration") == 0) {
       c->usable = 1;
       tickclock__fmt(c->reason, sizeof c->reason,
@@ -325,8 +403,9 @@ static void tickclock__check_freqs(const tickclock_evidence *ev, tickclock_info 
   out->max_disagreement_ppm = 0;
   for (i = 0; i < out->n_freqs; i++)
     for (j = 0; j < out->n_freqs; j++) {
-      double d = i == j ? 0
-                        : tickclock__ppm(out->freqs[i].hz_num, out->freqs[i].hz_den,
+      double d = i == j || !out->freqs[i].available || !out->freqs[j].available
+                     ? 0
+                     : tickclock__ppm(out->freqs[i].hz_num, out->freqs[i].hz_den,
                                          out->freqs[j].hz_num, out->freqs[j].hz_den);
       double a = d < 0 ? -d : d;
       out->freq_disagreement_ppm[i][j] = d;
