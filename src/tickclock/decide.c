@@ -29,6 +29,8 @@
  *  4. Read cost: a counter read must not cost more than clock_gettime (a
  *     hypervisor that traps RDTSC makes it slower than the vDSO).
  * Otherwise the OS clock (CLOCK_MONOTONIC), whose ticks are nanoseconds.
+ * A forced TSC skips 2-4 (their failure is kept as the caveat in the
+ * candidate's reason) but not calibration and the frequency cross-check.
  *
  * Frequency: whenever the counter is used it is calibrated against
  * CLOCK_MONOTONIC_RAW (calibrate.c: tightest bracket, bound
@@ -40,6 +42,11 @@
  *    cpuid_16h            leaf 0x16 base MHz (nominal)
  * A source is refused when |ppm vs calibration| exceeds
  *    TICKCLOCK_AGREE_PPM (25) + cal.uncertainty_ppm + its own quantisation.
+ * 25 ppm: far above what an honest source shows (a hypervisor kHz leaf,
+ * a stated crystal or the kernel's tsc_khz agree with a 20 ms calibration
+ * to well under 1 ppm on the development host), far below the errors
+ * this is meant to catch (a nominal base MHz: 0.1-0.5 %; a wrong crystal;
+ * a VMM passing the host's leaf 0x15 through a TSC-scaled guest).
  * Among the sources that agree, the first in this order is used:
  *    perf_page > cpuid_15h crystal/known crystal on bare metal >
  *    hypervisor leaf > cpuid_15h crystal/known crystal in a VM >
@@ -49,7 +56,8 @@
  * the VMM chose to show, so it ranks below the hypervisor's own leaf; a
  * base MHz is a nominal figure (Skylake's 4000 MHz base vs its 4008 MHz
  * TSC), so measurement beats it. Every pairwise disagreement is recorded
- * (tickclock_info.freq_disagreement_ppm).
+ * (tickclock_info.freq_disagreement_ppm), and every source kind appears in
+ * tickclock_info.freqs, the ones that gave nothing with the reason.
  */
 #include "internal.h"
 
