@@ -42,9 +42,10 @@
  *    cpuid_16h            leaf 0x16 base MHz (nominal)
  * A source is refused when |ppm vs calibration| exceeds
  *    TICKCLOCK_AGREE_PPM (25) + cal.uncertainty_ppm + its own quantisation.
- * 25 ppm: far above what an honest source shows (a hypervisor kHz leaf,
- * a stated crystal or the kernel's tsc_khz agree with a 20 ms calibration
- * to well under 1 ppm on the development host), far below the errors
+ * 25 ppm: far above what an honest source should show (a kHz leaf is
+ * quantised to < 1 ppm; on the development host the kernel's tsc_khz and
+ * a 1 s reference agree with a 20 ms calibration within 0.1 ppm, the
+ * calibration bound there being ~2 ppm), far below the errors
  * this is meant to catch (a nominal base MHz: 0.1-0.5 %; a wrong crystal;
  * a VMM passing the host's leaf 0x15 through a TSC-scaled guest).
  * Among the sources that agree, the first in this order is used:
