@@ -580,6 +580,8 @@ TEST_CASE("decider: this host's situation, automatic and forced") {
   CHECK(contains(a.freq("hypervisor")->reason, "'bhyve bhyve ' (max leaf 0x40000000)"));
   REQUIRE(a.freq("calibration") != nullptr);
   CHECK(contains(a.freq("calibration")->reason, "not calibrated"));
+  REQUIRE(a.freq("perf_page") != nullptr);
+  CHECK(contains(a.freq("perf_page")->reason, "clocksource 'kvm-clock'"));
   // forced: executable, so honoured, with the calibrated frequency
   tickclock__strlcpy(ev.env_value, "tsc", sizeof ev.env_value);
   ev.have_env = 1;

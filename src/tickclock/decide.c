@@ -322,8 +322,14 @@ static const char *tickclock__why_no_hv(const tickclock_x86_facts *x, char *b, s
   return b;
 }
 
-static const char *tickclock__why_no_perf(const tickclock_perf_page *p, char *b, size_t n) {
-  if (!p->attempted)
+static const char *tickclock__why_no_perf(const tickclock_evidence *ev, char *b, size_t n) {
+  const tickclock_perf_page *p = &ev->perf;
+  if (!p->attempted && ev->clocksource_known && strcmp(ev->clocksource, "tsc") != 0)
+    tickclock__fmt(b, n,
+                   "perf page not read: clocksource '%s'; the page has a TSC conversion "
+                   "(cap_user_time) only when the kernel's clocks run on a stable native TSC",
+                   ev->clocksource);
+  else if (!p->attempted)
     tickclock__strlcpy(b, "perf_event mmap page not read (not Linux x86, or built without it)", n);
   else if (!p->ok)
     tickclock__fmt(b, n, "perf_event_open/mmap of a self-monitoring event failed (errno %d)",
@@ -358,7 +364,7 @@ static void tickclock__collect_freqs(const tickclock_evidence *ev, tickclock_inf
                         1e6 / (double)ev->perf.time_mult);
   else
     tickclock__absent_freq(out, "perf_page", TICKCLOCK_FREQ_PERF_PAGE,
-                           tickclock__why_no_perf(&ev->perf, b, sizeof b));
+                           tickclock__why_no_perf(ev, b, sizeof b));
   if (tickclock_x86_freq_leaf15(&ev->x86, &f))
     tickclock__add_freq(out, f.name, f.method, f.hz_num, f.hz_den, f.uncertainty_ppm);
   else
