@@ -590,6 +590,15 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
     if (forced && trusted == TICKCLOCK__TRUST_NO)
       tickclock__fmt(cnt->reason, sizeof cnt->reason, "forced by %s although %s",
                forced == 1 ? "tickclock_config" : "TICKCLOCK_SOURCE", trust_why);
+    else if (ev->counter_read_ns <= 0)
+      tickclock__fmt(cnt->reason, sizeof cnt->reason,
+               "%s%s, read cost not measured, %.6f MHz from %s",
+               forced ? "forced; " : "",
+               ev->arch_counter != TICKCLOCK_SOURCE_TSC ? "counter trusted"
+               : trusted == TICKCLOCK__TRUST_IF_HV_AGREES
+                   ? "invariant TSC, offered by the kernel, hypervisor frequency agrees"
+               : ev->os_linux ? "invariant TSC, clocksource tsc" : "invariant TSC",
+               out->hz / 1e6, fc->name);
     else
       tickclock__fmt(cnt->reason, sizeof cnt->reason,
                "%s%s, %.1f ns per read, %.6f MHz from %s",
