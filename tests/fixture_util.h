@@ -123,6 +123,8 @@ inline std::string malformed(const tickclock_info &in) {
     const tickclock_freq_candidate &c = in.freqs[i];
     if (c.reason[0] == '\0' || c.name == nullptr) return "freq candidate without reason/name";
     if (c.chosen && !c.usable) return "chosen freq not usable";
+    if (c.usable && !c.available) return "usable freq not available";
+    if (c.available != (c.hz_num != 0)) return "available freq without a value";
     fchosen += c.chosen;
     if (c.chosen && (c.hz_num != in.hz_num || c.hz_den != in.hz_den)) return "chosen freq != hz";
   }

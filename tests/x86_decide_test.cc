@@ -212,6 +212,8 @@ TEST_CASE("decoder: hypervisor ranges, signatures and timing leaves") {
     CHECK(f.kvm_features == 0x01007efbu);
     CHECK(f.timing_leaf_valid == 0);
     CHECK_FALSE(l.was_asked(0x40000010u));
+    // not behind Hyper-V: no scan of further bases (each CPUID is a VM exit)
+    CHECK_FALSE(l.was_asked(0x40000100u));
   }
   SUBCASE("old KVM answering EAX=0 means a maximum of base+1") {
     Leaves l = intel(0xd, 0x55, true);
@@ -459,10 +461,22 @@ TEST_CASE("decider: bare metal, clocksource tsc, crystal agrees: CPUID 0x15 chos
   REQUIRE(cal != nullptr);
   CHECK(cal->usable);
   CHECK_FALSE(cal->chosen);
-  CHECK(d.info->n_freqs == 3);
+  CHECK(d.info->n_freqs == 5);  // calibration, perf_page, cpuid_15h_*, hypervisor, cpuid_16h
+  const tickclock_freq_candidate *perf = d.freq("perf_page");
+  REQUIRE(perf != nullptr);
+  CHECK_FALSE(perf->available);
+  CHECK(contains(perf->reason, "perf_event mmap page not read"));
+  const tickclock_freq_candidate *hv = d.freq("hypervisor");
+  REQUIRE(hv != nullptr);
+  CHECK(contains(hv->reason, "no hypervisor"));
   // the pairwise matrix: [15h][cal] ~ -1.6 ppm, antisymmetric to first order
-  double m01 = d.info->freq_disagreement_ppm[0][1], m10 = d.info->freq_disagreement_ppm[1][0];
-  CHECK(std::fabs(m01 + m10) < 1e-3);
+  unsigned i15 = (unsigned)(d.freq("cpuid_15h_crystal") - d.info->freqs);
+  unsigned ical = (unsigned)(cal - d.info->freqs);
+  double a = d.info->freq_disagreement_ppm[i15][ical], b = d.info->freq_disagreement_ppm[ical][i15];
+  CHECK(a == doctest::Approx(-1.6026).epsilon(0.001));
+  CHECK(std::fabs(a + b) < 1e-3);
+  unsigned iperf = (unsigned)(perf - d.info->freqs);
+  CHECK(d.info->freq_disagreement_ppm[iperf][ical] == 0);
   CHECK(d.info->max_disagreement_ppm > 1500);
 }
 
@@ -471,6 +485,7 @@ TEST_CASE("decider: perf page outranks CPUID when it agrees; cap_user_time=0 is 
   l.set(0x15, 2, 130, 38400000, 0);
   tickclock_evidence ev = evidence(decode(l), "tsc", "tsc hpet");
   calibrated(&ev, UINT64_C(2496000000), 1);
+  ev.perf.attempted = 1;
   ev.perf.ok = 1;
   ev.perf.version = 1;
   ev.perf.cap_user_time = 1;
@@ -481,7 +496,9 @@ TEST_CASE("decider: perf page outranks CPUID when it agrees; cap_user_time=0 is 
   CHECK(d.info->freq_method == TICKCLOCK_FREQ_PERF_PAGE);
   ev.perf.cap_user_time = 0;
   Decision e = decide(ev);
-  CHECK(e.freq("perf_page") == nullptr);
+  REQUIRE(e.freq("perf_page") != nullptr);
+  CHECK_FALSE(e.freq("perf_page")->available);
+  CHECK(contains(e.freq("perf_page")->reason, "cap_user_time = 0"));
   CHECK(std::string(e.info->freq_detail) == "cpuid_15h_crystal");
 }
 
@@ -521,6 +538,13 @@ TEST_CASE("decider: kvm-clock with tsc available and a KVM frequency leaf") {
     CHECK(d.info->source == TICKCLOCK_SOURCE_SYSTEM);
     CHECK(contains(d.tsc_reason(), "disagrees with calibration"));
     CHECK_FALSE(d.freq("hypervisor_40000010")->usable);
+    // forced anyway: honoured (executable), calibrated, the caveat recorded
+    ev.cfg_source = TICKCLOCK_SOURCE_TSC;
+    Decision f = decide(ev);
+    CHECK(f.info->source == TICKCLOCK_SOURCE_TSC);
+    CHECK(std::string(f.info->freq_detail) == "calibration");
+    CHECK(contains(f.tsc_reason(), "forced by tickclock_config although"));
+    CHECK(contains(f.tsc_reason(), "disagrees"));
   }
   SUBCASE("tsc not in available_clocksource: refused without calibrating") {
     tickclock__strlcpy(ev.available_clocksource, "kvm-clock", sizeof ev.available_clocksource);
@@ -548,6 +572,16 @@ TEST_CASE("decider: this host's situation, automatic and forced") {
   CHECK(a.rc == 0);
   CHECK(a.info->source == TICKCLOCK_SOURCE_SYSTEM);
   CHECK(contains(a.info->why, "marked the TSC unstable"));
+  // every frequency source is accounted for, with its reason
+  REQUIRE(a.freq("cpuid_15h") != nullptr);
+  CHECK(contains(a.freq("cpuid_15h")->reason, "Intel's (vendor 'AuthenticAMD')"));
+  REQUIRE(a.freq("cpuid_16h") != nullptr);
+  REQUIRE(a.freq("hypervisor") != nullptr);
+  CHECK(contains(a.freq("hypervisor")->reason, "'bhyve bhyve ' (max leaf 0x40000000)"));
+  REQUIRE(a.freq("calibration") != nullptr);
+  CHECK(contains(a.freq("calibration")->reason, "not calibrated"));
+  REQUIRE(a.freq("perf_page") != nullptr);
+  CHECK(contains(a.freq("perf_page")->reason, "clocksource 'kvm-clock'"));
   // forced: executable, so honoured, with the calibrated frequency
   tickclock__strlcpy(ev.env_value, "tsc", sizeof ev.env_value);
   ev.have_env = 1;

@@ -64,6 +64,7 @@ TEST_CASE("live: evidence matches the kernel's files; the automatic decision fol
                           << ev.perf.time_shift << "; read ns: tsc " << ev.counter_read_ns
                           << ", clock_gettime " << ev.os_read_ns);
   if (ev.perf.ok && ev.perf.cap_user_time) CHECK(ev.perf.time_mult != 0);
+  CHECK(ev.perf.attempted == (cs == "tsc"));
   std::unique_ptr<tickclock_info> d(new tickclock_info);
   if (tickclock_decide(&ev, d.get()) == 1) {
     tickclock__calibrate(tickclock__x86_rdtsc_ordered, 20, &ev.cal);

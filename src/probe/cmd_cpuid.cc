@@ -258,6 +258,27 @@ void print_human(const tickclock_x86_facts &x, const char *what) {
     std::printf("  TSC frequency not stated by CPUID (calibration needed)\n");
 }
 
+// What the decider makes of a recorded machine, given the kernel verdict in
+// its metadata (# clocksource:, # available_clocksource:, # calibration_hz:).
+void print_fixture_decision(const tickclock_fixture &fx) {
+  tickclock_evidence ev;
+  tickclock_fixture_evidence(&fx, &ev);
+  std::unique_ptr<tickclock_info> info(new tickclock_info);
+  std::printf("Decision (clocksource '%s', available '%s'):\n",
+              ev.clocksource_known ? ev.clocksource : "not stated",
+              ev.available_known ? ev.available_clocksource : "not stated");
+  if (tickclock_decide(&ev, info.get()) != 0) {
+    std::printf("  the TSC would be used, after a calibration (add '# calibration_hz: HZ' to "
+                "see the frequency choice)\n");
+    return;
+  }
+  std::printf("  %s\n", info->why);
+  for (unsigned i = 0; i < info->n_freqs; i++) {
+    const tickclock_freq_candidate &c = info->freqs[i];
+    std::printf("  frequency %-24s %s\n", c.name, c.reason);
+  }
+}
+
 }  // namespace
 
 int cmd_cpuid(int argc, char **argv) {
@@ -323,8 +344,12 @@ int cmd_cpuid(int argc, char **argv) {
       return 0;
     }
     tickclock_x86_decode(tickclock_fixture_cpuid, fx.get(), &x);
-    if (json) print_json(x);
-    else print_human(x, file);
+    if (json) {
+      print_json(x);
+      return 0;
+    }
+    print_human(x, file);
+    print_fixture_decision(*fx);
     return 0;
   }
 #if defined(__x86_64__) || defined(__i386__)

@@ -73,11 +73,12 @@ static uint32_t tickclock__x86_hv_max(uint32_t base, const tickclock_cpuid_regs 
 }
 
 static void tickclock__x86_decode_hv(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out) {
-  tickclock_cpuid_regs r;
+  tickclock_cpuid_regs r, primary;
   char sig[13];
   uint32_t base, max;
   /* the primary range at 0x40000000 */
   if (!fn(ctx, 0x40000000u, 0, &r)) return;
+  primary = r;
   tickclock__x86_sig(sig, r.ebx, r.ecx, r.edx);
   max = tickclock__x86_hv_max(0x40000000u, &r, sig);
   if (max == 0) return;
@@ -117,11 +118,22 @@ static void tickclock__x86_decode_hv(tickclock_cpuid_fn fn, void *ctx, tickclock
     out->timing_bus_khz = r.ebx;
   }
 
-  /* KVM and Xen may sit at any base 0x40000000 + k*0x100 (behind a
-   * Hyper-V or Viridian range): scan like Linux's hypervisor_cpuid_base. */
+  /* KVM and Xen may sit at any base 0x40000000 + k*0x100 when they also
+   * offer Hyper-V enlightenments (Xen's Viridian, KVM's hv-* features put
+   * "Microsoft Hv" at 0x40000000 and themselves at 0x40000100): then scan
+   * 0x40000000..0x40010000 in steps of 0x100 like Linux's
+   * hypervisor_cpuid_base. Otherwise the primary signature is the
+   * hypervisor and only 0x40000000 is looked at: under a hypervisor every
+   * CPUID is a VM exit (8 us each on the development host), and the full
+   * scan would cost 2 ms at every initialisation. */
   for (base = 0x40000000u; base < 0x40010000u; base += 0x100u) {
     uint32_t m;
-    if (!fn(ctx, base, 0, &r)) continue;
+    if (base == 0x40000000u)
+      r = primary;
+    else if (out->hv_kind != TICKCLOCK_HV_HYPERV)
+      break;
+    else if (!fn(ctx, base, 0, &r))
+      continue;
     tickclock__x86_sig(sig, r.ebx, r.ecx, r.edx);
     m = tickclock__x86_hv_max(base, &r, sig);
     if (m == 0) continue;

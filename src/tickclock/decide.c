@@ -29,6 +29,8 @@
  *  4. Read cost: a counter read must not cost more than clock_gettime (a
  *     hypervisor that traps RDTSC makes it slower than the vDSO).
  * Otherwise the OS clock (CLOCK_MONOTONIC), whose ticks are nanoseconds.
+ * A forced TSC skips 2-4 (their failure is kept as the caveat in the
+ * candidate's reason) but not calibration and the frequency cross-check.
  *
  * Frequency: whenever the counter is used it is calibrated against
  * CLOCK_MONOTONIC_RAW (calibrate.c: tightest bracket, bound
@@ -40,6 +42,12 @@
  *    cpuid_16h            leaf 0x16 base MHz (nominal)
  * A source is refused when |ppm vs calibration| exceeds
  *    TICKCLOCK_AGREE_PPM (25) + cal.uncertainty_ppm + its own quantisation.
+ * 25 ppm: far above what an honest source should show (a kHz leaf is
+ * quantised to < 1 ppm; on the development host the kernel's tsc_khz and
+ * a 1 s reference agree with a 20 ms calibration within 0.1 ppm, the
+ * calibration bound there being ~2 ppm), far below the errors
+ * this is meant to catch (a nominal base MHz: 0.1-0.5 %; a wrong crystal;
+ * a VMM passing the host's leaf 0x15 through a TSC-scaled guest).
  * Among the sources that agree, the first in this order is used:
  *    perf_page > cpuid_15h crystal/known crystal on bare metal >
  *    hypervisor leaf > cpuid_15h crystal/known crystal in a VM >
@@ -49,7 +57,8 @@
  * the VMM chose to show, so it ranks below the hypervisor's own leaf; a
  * base MHz is a nominal figure (Skylake's 4000 MHz base vs its 4008 MHz
  * TSC), so measurement beats it. Every pairwise disagreement is recorded
- * (tickclock_info.freq_disagreement_ppm).
+ * (tickclock_info.freq_disagreement_ppm), and every source kind appears in
+ * tickclock_info.freqs, the ones that gave nothing with the reason.
  */
 #include "internal.h"
 
@@ -267,6 +276,7 @@ static tickclock_freq_candidate *tickclock__add_freq(tickclock_info *out, const 
   tickclock__reduce(&num, &den);
   c->name = name;
   c->method = method;
+  c->available = 1;
   c->hz_num = num;
   c->hz_den = den;
   c->hz = (double)num / (double)den;
@@ -274,13 +284,88 @@ static tickclock_freq_candidate *tickclock__add_freq(tickclock_info *out, const 
   return c;
 }
 
-/* Every frequency source the evidence holds, for the arch counter. */
+/* A source that gave no frequency, and why (so the reasons cover every
+ * source, not just the ones found). */
+static void tickclock__absent_freq(tickclock_info *out, const char *name, int method,
+                                   const char *why) {
+  tickclock_freq_candidate *c;
+  if (out->n_freqs >= TICKCLOCK_MAX_FREQS) return;
+  c = &out->freqs[out->n_freqs++];
+  c->name = name;
+  c->method = method;
+  tickclock__fmt(c->reason, sizeof c->reason, "unavailable: %s", why);
+}
+
+static const char *tickclock__why_no_leaf15(const tickclock_x86_facts *x, char *b, size_t n) {
+  if (strcmp(x->vendor, "GenuineIntel") != 0)
+    tickclock__fmt(b, n, "the leaf 0x15 rule is Intel's (vendor '%s')", x->vendor);
+  else if (!x->leaf15_valid)
+    tickclock__fmt(b, n, "leaf 0x15 is beyond the maximum basic leaf 0x%x", (unsigned)x->max_leaf);
+  else if (x->leaf15_den == 0 || x->leaf15_num == 0)
+    tickclock__strlcpy(b, "leaf 0x15 reports no TSC/crystal ratio", n);
+  else
+    tickclock__strlcpy(b, "leaf 0x15 gives a ratio but no crystal, the model has no known "
+                          "crystal and leaf 0x16 gives no base frequency", n);
+  return b;
+}
+
+static const char *tickclock__why_no_leaf16(const tickclock_x86_facts *x, char *b, size_t n) {
+  if (strcmp(x->vendor, "GenuineIntel") != 0)
+    tickclock__fmt(b, n, "leaf 0x16 is Intel's (vendor '%s')", x->vendor);
+  else if (!x->leaf16_valid)
+    tickclock__fmt(b, n, "leaf 0x16 is beyond the maximum basic leaf 0x%x", (unsigned)x->max_leaf);
+  else
+    tickclock__strlcpy(b, "leaf 0x16 reports a base frequency of 0", n);
+  return b;
+}
+
+static const char *tickclock__why_no_hv(const tickclock_x86_facts *x, char *b, size_t n) {
+  if (!x->hypervisor)
+    tickclock__strlcpy(b, "no hypervisor (CPUID.1:ECX[31] clear)", n);
+  else if (!x->hv_valid)
+    tickclock__strlcpy(b, "hypervisor bit set but no hypervisor range at 0x40000000", n);
+  else
+    tickclock__fmt(b, n,
+                   "hypervisor '%s' (max leaf 0x%08x) publishes no TSC frequency leaf "
+                   "(VMware/KVM 0x40000010, Xen base+3)",
+                   x->hv_signature, (unsigned)x->hv_max_leaf);
+  return b;
+}
+
+static const char *tickclock__why_no_perf(const tickclock_evidence *ev, char *b, size_t n) {
+  const tickclock_perf_page *p = &ev->perf;
+  if (!p->attempted && ev->clocksource_known && strcmp(ev->clocksource, "tsc") != 0)
+    tickclock__fmt(b, n,
+                   "perf page not read: clocksource '%s'; the page has a TSC conversion "
+                   "(cap_user_time) only when the kernel's clocks run on a stable native TSC",
+                   ev->clocksource);
+  else if (!p->attempted)
+    tickclock__strlcpy(b, "perf_event mmap page not read (not Linux x86, or built without it)", n);
+  else if (!p->ok)
+    tickclock__fmt(b, n, "perf_event_open/mmap of a self-monitoring event failed (errno %d)",
+                   p->err);
+  else if (!p->cap_user_time)
+    tickclock__strlcpy(b, "perf mmap page has cap_user_time = 0: the kernel does not publish a "
+                          "TSC-to-ns conversion (its clock is not a stable native TSC)", n);
+  else
+    tickclock__fmt(b, n, "perf mmap page has unusable time_mult %u / time_shift %u",
+                   (unsigned)p->time_mult, (unsigned)p->time_shift);
+  return b;
+}
+
+/* Every frequency source for the arch counter: the ones found, and the
+ * ones that were not, with the reason. */
 static void tickclock__collect_freqs(const tickclock_evidence *ev, tickclock_info *out) {
   tickclock_freq f;
+  char b[TICKCLOCK_REASON_LEN];
+  if (ev->cal.ok)
+    tickclock__add_freq(out, "calibration", TICKCLOCK_FREQ_CALIBRATED, ev->cal.hz_num,
+                        ev->cal.hz_den, ev->cal.uncertainty_ppm);
+  else
+    tickclock__absent_freq(out, "calibration", TICKCLOCK_FREQ_CALIBRATED,
+                           ev->cal.ns ? "calibration failed"
+                                      : "not calibrated: the counter was not going to be used");
   if (ev->arch_counter != TICKCLOCK_SOURCE_TSC) {
-    if (ev->cal.ok)
-      tickclock__add_freq(out, "calibration", TICKCLOCK_FREQ_CALIBRATED, ev->cal.hz_num,
-                          ev->cal.hz_den, ev->cal.uncertainty_ppm);
     /* the architecture's own statement, preferred when it agrees with
      * calibration (firmware can program CNTFRQ wrongly; under QEMU the
      * POWER timebase and RISC-V time run at the host's TSC rate) */
@@ -290,21 +375,30 @@ static void tickclock__collect_freqs(const tickclock_evidence *ev, tickclock_inf
                           ev->arch_nominal.uncertainty_ppm);
     return;
   }
-  if (ev->cal.ok)
-    tickclock__add_freq(out, "calibration", TICKCLOCK_FREQ_CALIBRATED, ev->cal.hz_num,
-                        ev->cal.hz_den, ev->cal.uncertainty_ppm);
   /* perf page: ns = cyc * mult >> shift, so Hz = 1e9 * 2^shift / mult */
   if (ev->perf.ok && ev->perf.cap_user_time && ev->perf.time_mult != 0 &&
       ev->perf.time_shift <= 32)
     tickclock__add_freq(out, "perf_page", TICKCLOCK_FREQ_PERF_PAGE,
                         UINT64_C(1000000000) << ev->perf.time_shift, ev->perf.time_mult,
                         1e6 / (double)ev->perf.time_mult);
+  else
+    tickclock__absent_freq(out, "perf_page", TICKCLOCK_FREQ_PERF_PAGE,
+                           tickclock__why_no_perf(ev, b, sizeof b));
   if (tickclock_x86_freq_leaf15(&ev->x86, &f))
     tickclock__add_freq(out, f.name, f.method, f.hz_num, f.hz_den, f.uncertainty_ppm);
+  else
+    tickclock__absent_freq(out, "cpuid_15h", TICKCLOCK_FREQ_CPUID_15H,
+                           tickclock__why_no_leaf15(&ev->x86, b, sizeof b));
   if (tickclock_x86_freq_hypervisor(&ev->x86, &f))
     tickclock__add_freq(out, f.name, f.method, f.hz_num, f.hz_den, f.uncertainty_ppm);
+  else
+    tickclock__absent_freq(out, "hypervisor", TICKCLOCK_FREQ_HYPERVISOR,
+                           tickclock__why_no_hv(&ev->x86, b, sizeof b));
   if (tickclock_x86_freq_leaf16(&ev->x86, &f))
     tickclock__add_freq(out, f.name, f.method, f.hz_num, f.hz_den, f.uncertainty_ppm);
+  else
+    tickclock__absent_freq(out, "cpuid_16h", TICKCLOCK_FREQ_CPUID_16H,
+                           tickclock__why_no_leaf16(&ev->x86, b, sizeof b));
 }
 
 /* Cross-check every source against calibration; pairwise matrix. */
@@ -312,6 +406,7 @@ static void tickclock__check_freqs(const tickclock_evidence *ev, tickclock_info 
   unsigned i, j;
   for (i = 0; i < out->n_freqs; i++) {
     tickclock_freq_candidate *c = &out->freqs[i];
+    if (!c->available) continue;
     if (strcmp(c->name, "calibration") == 0) {
       c->usable = 1;
       tickclock__fmt(c->reason, sizeof c->reason,
@@ -342,8 +437,9 @@ static void tickclock__check_freqs(const tickclock_evidence *ev, tickclock_info 
   out->max_disagreement_ppm = 0;
   for (i = 0; i < out->n_freqs; i++)
     for (j = 0; j < out->n_freqs; j++) {
-      double d = i == j ? 0
-                        : tickclock__ppm(out->freqs[i].hz_num, out->freqs[i].hz_den,
+      double d = i == j || !out->freqs[i].available || !out->freqs[j].available
+                     ? 0
+                     : tickclock__ppm(out->freqs[i].hz_num, out->freqs[i].hz_den,
                                          out->freqs[j].hz_num, out->freqs[j].hz_den);
       double a = d < 0 ? -d : d;
       out->freq_disagreement_ppm[i][j] = d;
@@ -465,17 +561,18 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
     if (!ev->cal.ok) {
       fail = "calibration against CLOCK_MONOTONIC_RAW failed (the counter did not advance "
              "with the clock)";
-    } else if (!forced && trusted == TICKCLOCK__TRUST_IF_HV_AGREES) {
+    } else if (trusted == TICKCLOCK__TRUST_IF_HV_AGREES) {
       unsigned i;
       int agreed = 0;
       for (i = 0; i < out->n_freqs; i++)
         if (out->freqs[i].method == TICKCLOCK_FREQ_HYPERVISOR && out->freqs[i].usable) agreed = 1;
       if (!agreed) {
-        tickclock__fmt(buf, sizeof buf,
+        tickclock__fmt(trust_why, sizeof trust_why,
                        "the kernel prefers the paravirtual clock '%s' and the hypervisor's TSC "
                        "frequency disagrees with calibration",
                        ev->clocksource);
-        fail = buf;
+        trusted = TICKCLOCK__TRUST_NO;
+        if (!forced) fail = trust_why; /* a forced TSC stays, with this as its caveat */
       }
     }
     if (fail == NULL) {
@@ -491,7 +588,7 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
     if (fail != NULL) {
       use_counter = 0;
       trusted = TICKCLOCK__TRUST_NO;
-      tickclock__strlcpy(trust_why, fail, sizeof trust_why);
+      if (fail != trust_why) tickclock__strlcpy(trust_why, fail, sizeof trust_why);
       if (forced) {
         tickclock__env_refused(out, forced, cname, trust_why);
         forced = 0;
@@ -516,6 +613,15 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
     if (forced && trusted == TICKCLOCK__TRUST_NO)
       tickclock__fmt(cnt->reason, sizeof cnt->reason, "forced by %s although %s",
                forced == 1 ? "tickclock_config" : "TICKCLOCK_SOURCE", trust_why);
+    else if (ev->counter_read_ns <= 0)
+      tickclock__fmt(cnt->reason, sizeof cnt->reason,
+               "%s%s, read cost not measured, %.6f MHz from %s",
+               forced ? "forced; " : "",
+               ev->arch_counter != TICKCLOCK_SOURCE_TSC ? "counter trusted"
+               : trusted == TICKCLOCK__TRUST_IF_HV_AGREES
+                   ? "invariant TSC, offered by the kernel, hypervisor frequency agrees"
+               : ev->os_linux ? "invariant TSC, clocksource tsc" : "invariant TSC",
+               out->hz / 1e6, fc->name);
     else
       tickclock__fmt(cnt->reason, sizeof cnt->reason,
                "%s%s, %.1f ns per read, %.6f MHz from %s",

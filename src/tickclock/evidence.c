@@ -228,7 +228,12 @@ void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev) {
                            ev->available_clocksource, sizeof ev->available_clocksource,
                            &ev->available_known);
 #if defined(TICKCLOCK__HAVE_PERF)
-  if (ev->arch_counter == TICKCLOCK_SOURCE_TSC) tickclock__read_perf_page(&ev->perf);
+  /* ~100 us (a syscall, an mmap): only where the page can hold a TSC
+   * conversion, i.e. when the kernel's clock runs on the TSC (with a
+   * paravirtual or fallback clocksource cap_user_time is 0). */
+  if (ev->arch_counter == TICKCLOCK_SOURCE_TSC && ev->clocksource_known &&
+      strcmp(ev->clocksource, "tsc") == 0)
+    tickclock__read_perf_page(&ev->perf);
 #endif
 #endif
 

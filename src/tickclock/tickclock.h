@@ -158,13 +158,16 @@ typedef struct tickclock_candidate {
 
 /* One frequency source for the counter, measured or read, and what the
  * decider made of it (see decide.c for the policy). */
-#define TICKCLOCK_MAX_FREQS 8
+#define TICKCLOCK_MAX_FREQS 8 /* one entry per source kind (5 on x86) */
 typedef struct tickclock_freq_candidate {
   const char *name;          /* "calibration", "perf_page", "cpuid_15h_crystal",
                                 "cpuid_15h_known_crystal", "cpuid_15h_from_16h",
                                 "cpuid_16h", "hypervisor_40000010", "xen_leaf3" */
   int method;                /* tickclock_freq_method */
-  uint64_t hz_num, hz_den;   /* reduced rational, Hz */
+  int available;             /* 1: the source gave a frequency; 0: see reason
+                                (names then: "calibration", "perf_page",
+                                "cpuid_15h", "hypervisor", "cpuid_16h") */
+  uint64_t hz_num, hz_den;   /* reduced rational, Hz; 0/0 when unavailable */
   double hz;
   double uncertainty_ppm;    /* the source's own quantisation / measurement bound */
   int checked;               /* compared with calibration */
@@ -198,7 +201,8 @@ typedef struct tickclock_info {
                                "calibration", "identity" (probe: tsc_hz.method) */
   unsigned n_freqs;         /* frequency sources found for the counter */
   tickclock_freq_candidate freqs[TICKCLOCK_MAX_FREQS];
-  /* pairwise disagreement (freqs[i].hz / freqs[j].hz - 1) * 1e6 */
+  /* pairwise disagreement (freqs[i].hz / freqs[j].hz - 1) * 1e6; 0 where
+   * either is unavailable */
   double freq_disagreement_ppm[TICKCLOCK_MAX_FREQS][TICKCLOCK_MAX_FREQS];
   double max_disagreement_ppm; /* largest |entry| above, 0 with < 2 sources */
 } tickclock_info;
