@@ -96,6 +96,10 @@ int cmd_report(int argc, char **argv) {
     std::printf("\n  frequency sources (max pairwise disagreement %.2f ppm):\n", i->max_disagreement_ppm);
     for (unsigned k = 0; k < i->n_freqs; k++) {
       const tickclock_freq_candidate &f = i->freqs[k];
+      if (!(f.hz > 0)) {  // a source that gave nothing, with the reason
+        std::printf("    %-24s %20s  %-26s %s\n", f.name, "-", "", f.reason);
+        continue;
+      }
       std::string cmp = f.checked ? fmt("%+9.2f ppm (bound %.1f)", f.ppm_vs_calibration, f.bound_ppm)
                                   : std::string("reference");
       std::printf("    %-24s %16.6f MHz  %-26s %s%s\n", f.name, f.hz / 1e6, cmp.c_str(),
