@@ -69,16 +69,16 @@ static long language_version(void) {
 /* Cost of one tickclock_now() in this build (after initialisation). A
  * number for the report, not a test: nothing here depends on it. */
 static double now_read_ns(void) {
-  enum { N = 200000 };
+  const long n = 200000L; /* not an enum: C++20 deprecates enum/double arithmetic */
   uint64_t t0, t1, sink = 0;
   int64_t d;
-  int i;
+  long i;
   t0 = tickclock_now_ordered();
-  for (i = 0; i < N; i++) sink += tickclock_now();
+  for (i = 0; i < n; i++) sink += tickclock_now();
   t1 = tickclock_now_ordered();
   d = tickclock_delta_ns(t0, t1);
   if (sink == 1) putchar(' '); /* keep the loop */
-  return (double)d / N;
+  return (double)d / (double)n;
 }
 
 int main(void) {
