@@ -190,7 +190,8 @@ WEAK = re.compile(r"(FAILED|FAIL:|fatal|exited with)")
 def first_errors(text, n=8):
     """The first lines that say what went wrong: compiler errors, failed
     checks, sanitizer reports first; Bazel's FAILED lines after them."""
-    lines = [l.rstrip()[:300] for l in text.splitlines() if l.strip() and not l.startswith("$ ")]
+    lines = [l.replace(ROOT + "/", "").rstrip()[:300] for l in text.splitlines()
+             if l.strip() and not l.startswith("$ ")]
     strong = [l for l in lines if STRONG.search(l) and "Build did NOT complete" not in l]
     weak = [l for l in lines if WEAK.search(l) and l not in strong]
     out = (strong + weak)[:n]
@@ -630,14 +631,16 @@ h1{font-size:22px;margin:0 0 4px} h2{font-size:16px;margin:22px 0 6px}
 .sum span{display:inline-block;padding:3px 10px;border-radius:12px;margin-right:6px;font-weight:600}
 table{border-collapse:collapse;margin:4px 0 8px}
 th,td{border:1px solid #d0d7de;padding:3px 6px;text-align:center;vertical-align:top}
-th{background:#f6f8fa;font-weight:600;white-space:nowrap}
+th{background:#f6f8fa;font-weight:600;max-width:150px;overflow-wrap:anywhere}
+th.row{white-space:nowrap}
 th.row{text-align:left}
 td.c a{color:inherit;text-decoration:none;display:block}
 td.c{min-width:54px;font-weight:600;font-size:12px}
 td.PASS,.PASS{background:#2da44e;color:#fff} td.FAIL,.FAIL{background:#cf222e;color:#fff}
-td.SKIPPED,.SKIPPED{background:#d0d7de;color:#444} td.none{background:#fff}
+td.SKIPPED,.SKIPPED{background:#d0d7de;color:#444} td.none{background:#fafbfc;color:#bbb}
 td.c small{display:block;font-weight:400;font-size:11px;opacity:.9;white-space:nowrap}
-td.c pre{font-size:10px;text-align:left;white-space:pre-wrap;max-width:260px;margin:2px 0 0;font-weight:400}
+td.SKIPPED small{white-space:normal;max-width:120px;margin:auto}
+td.c pre{font-size:10px;text-align:left;white-space:pre-wrap;word-break:break-all;max-width:190px;max-height:9em;overflow:hidden;margin:2px 0 0;font-weight:400}
 table.detail td{text-align:left;font-size:12px} table.detail td.st{font-weight:600}
 pre.err{background:#fff5f5;border:1px solid #f1aeb5;padding:6px;font-size:12px;white-space:pre-wrap}
 .legend span{display:inline-block;padding:1px 8px;margin-right:4px;border-radius:3px;font-size:12px}
@@ -664,7 +667,7 @@ def write_html(cells, meta):
             for col in cols:
                 c = m.get((r, col))
                 if c is None:
-                    H.append("<td class='none'></td>")
+                    H.append("<td class='none'>&ndash;</td>")
                     continue
                 tip = [c.name, c.status]
                 if c.version:
