@@ -798,19 +798,18 @@ def main():
         return "%s not installed: %s (see logs/deps.log)" % (" ".join(gone), why)
 
     # 2. cells that cannot run: SKIPPED with the reason, first
-    bazel_cells, lang_cells = [], []
+    bazel_cells, lang_cells, skipped = [], [], []
     for c in cells:
-        if c.kind in ("bazel", "san", "lang"):
-            why = missing_reason(c.compiler)
-            if why:
-                runner.skip(c, why)
-                continue
-        if c.needs_config and not any(x in configs for x in c.needs_config):
-            runner.skip(c, "config %s not defined in .bazelrc" % " or ".join(c.needs_config))
-            continue
-        if c.kind == "windows" and not shutil.which("wine") and not shutil.which("wine64"):
-            pass  # the config decides; a missing wine then fails the cell with its log
-        (lang_cells if c.kind == "lang" else bazel_cells).append(c)
+        why = missing_reason(c.compiler) if c.kind in ("bazel", "san", "lang") else None
+        if not why and c.needs_config and not any(x in configs for x in c.needs_config):
+            why = "config %s not defined in .bazelrc" % " or ".join(c.needs_config)
+        if why:
+            c.status = "SKIPPED"  # before any progress line, so the ETA leaves it out
+            skipped.append((c, why))
+        else:
+            (lang_cells if c.kind == "lang" else bazel_cells).append(c)
+    for c, why in skipped:
+        runner.skip(c, why)
 
     # 3. what the language-mode cells compile: the amalgamated header and the core sources
     single_dir = os.path.join(WORK, "single_header")
