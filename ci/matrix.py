@@ -182,20 +182,27 @@ def compiler_version(path):
     return _versions[path]
 
 
-STRONG = re.compile(r"(error:|ERROR:|runtime error|Sanitizer|FATAL|is NOT correct|values: |undefined reference|"
-                    r"expected |Segmentation|Aborted|Test timed out|TIMEOUT|\[exit \d+\])")
-WEAK = re.compile(r"(FAILED|FAIL:|fatal|exited with)")
+TIERS = [
+    # what the compiler / the test / the sanitizer said
+    re.compile(r"(error:|is NOT correct|values: |runtime error|Sanitizer|FATAL|undefined reference|expected |"
+               r"Segmentation|Aborted|Test timed out|TIMEOUT)"),
+    # what Bazel / the runner said about it
+    re.compile(r"(ERROR:|\[exit \d+\])"),
+    re.compile(r"(FAILED|FAIL:|fatal|exited with)"),
+]
 
 
 def first_errors(text, n=8):
     """The first lines that say what went wrong: compiler errors, failed
-    checks, sanitizer reports first; Bazel's FAILED lines after them."""
+    checks and sanitizer reports first, then Bazel's ERROR and FAILED lines."""
     lines = [l.replace(ROOT + "/", "").rstrip()[:300] for l in text.splitlines()
              if l.strip() and not l.startswith("$ ")]
-    strong = [l for l in lines if STRONG.search(l) and "Build did NOT complete" not in l]
-    weak = [l for l in lines if WEAK.search(l) and l not in strong]
-    out = (strong + weak)[:n]
-    return out or lines[-n:]
+    out = []
+    for tier in TIERS:
+        for l in lines:
+            if tier.search(l) and l not in out and "Build did NOT complete" not in l:
+                out.append(l)
+    return out[:n] or lines[-n:]
 
 
 def fmt_dur(s):
@@ -568,7 +575,7 @@ def write_md(cells, meta):
             for col in cols:
                 c = m.get((r, col))
                 if c is None:
-                    vals.append("")
+                    vals.append("–")
                 else:
                     v = c.status
                     if c.kind != "lang" and c.status != "SKIPPED":
