@@ -648,7 +648,7 @@ td.SKIPPED,.SKIPPED{background:#d0d7de;color:#444} td.none{background:#fafbfc;co
 td.c small{display:block;font-weight:400;font-size:11px;opacity:.9;white-space:nowrap}
 td.SKIPPED small{white-space:normal;max-width:120px;margin:auto}
 td.c pre{font-size:10px;text-align:left;white-space:pre-wrap;word-break:break-all;max-width:190px;max-height:9em;overflow:hidden;margin:2px 0 0;font-weight:400}
-table.detail td{text-align:left;font-size:12px} table.detail td.st{font-weight:600}
+table.detail td{text-align:left;font-size:12px} table.detail th{overflow-wrap:normal} table.detail td.st{font-weight:600}
 pre.err{background:#fff5f5;border:1px solid #f1aeb5;padding:6px;font-size:12px;white-space:pre-wrap}
 .legend span{display:inline-block;padding:1px 8px;margin-right:4px;border-radius:3px;font-size:12px}
 """
@@ -664,9 +664,9 @@ def write_html(cells, meta):
     H.append("<div class='meta'>%s run of <code>ci/matrix%s</code> &middot; %s &middot; %s total &middot; %s</div>" % (
         "Quick" if meta["quick"] else "Full", e(meta["args"]), e(meta["finished"]), fmt_dur(meta["elapsed_s"]),
         e(meta["host"])))
-    H.append("<div class='sum'><span class='PASS'>%d PASS</span><span class='FAIL'>%d FAIL</span>"
-             "<span class='SKIPPED'>%d SKIPPED</span> of %d cells</div>" % (n["PASS"], n["FAIL"], n["SKIPPED"],
-                                                                           len(cells)))
+    H.append("<div class='sum'><span class='PASS'>%d PASS</span><span class='%s'>%d FAIL</span>"
+             "<span class='SKIPPED'>%d SKIPPED</span> of %d cells</div>" % (
+                 n["PASS"], "FAIL" if n["FAIL"] else "SKIPPED", n["FAIL"], n["SKIPPED"], len(cells)))
     for title, rows, cols, m in sections(cells):
         H.append("<h2>%s</h2><table><tr><th></th>%s</tr>" % (e(title), "".join("<th>%s</th>" % e(c) for c in cols)))
         for r in rows:
