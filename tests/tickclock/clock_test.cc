@@ -13,6 +13,23 @@
 #include "internal.h"
 #include "tickclock.h"
 
+// Under ThreadSanitizer every atomic access is a runtime call, and the
+// ping-pong below becomes a context switch per round on a loaded 2-core
+// machine (clang-19 --config=tsan: 200000 rounds ran past the 120 s test
+// timeout). TSan needs far fewer rounds to check the protocol.
+#if defined(__SANITIZE_THREAD__)
+#define CLOCK_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CLOCK_TEST_TSAN 1
+#endif
+#endif
+#if defined(CLOCK_TEST_TSAN)
+constexpr int kPingPongRounds = 20000;
+#else
+constexpr int kPingPongRounds = 200000;
+#endif
+
 namespace {
 
 // Sources this process can actually run: the OS clock always; the arch
@@ -46,6 +63,18 @@ uint64_t count_backward_steps(Read read, long n) {
   return back;
 }
 
+// Spin, then yield: on a loaded or oversubscribed machine (CI, ci/matrix
+// running cells side by side) a pure spin burns the time slice the other
+// thread needs to take its turn (gcc-11 cell: clock_test 69.8 s at load 13).
+void wait_for_turn(const std::atomic<int> &turn, int want) {
+  for (int spins = 0; turn.load(std::memory_order_acquire) != want;) {
+    if (++spins >= 64) {
+      std::this_thread::yield();
+      spins = 0;
+    }
+  }
+}
+
 uint64_t raw_ns() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
@@ -75,21 +104,19 @@ TEST_CASE("cross-thread ordering: a reading taken after acquiring a published re
   for (int src : runnable_sources()) {
     force(src);
     CAPTURE(tickclock_source_name(src));
-    const int rounds = 200000;
+    const int rounds = kPingPongRounds;
     std::atomic<uint64_t> published(0);
     std::atomic<int> turn(0);
     uint64_t violations = 0, worst = 0;
     std::thread writer([&] {
       for (int i = 0; i < rounds; i++) {
-        while (turn.load(std::memory_order_acquire) != 0) {
-        }
+        wait_for_turn(turn, 0);
         published.store(tickclock_now_ordered(), std::memory_order_release);
         turn.store(1, std::memory_order_release);
       }
     });
     for (int i = 0; i < rounds; i++) {
-      while (turn.load(std::memory_order_acquire) != 1) {
-      }
+      wait_for_turn(turn, 1);
       uint64_t seen = published.load(std::memory_order_acquire);
       uint64_t mine = tickclock_now_ordered();
       if (mine < seen) {
@@ -202,7 +229,12 @@ TEST_CASE("TSC calibration (20 ms, tightest bracket) agrees with a 1 s reference
                     << " Hz (+-" << ref.uncertainty_ppm << " ppm); disagreement " << ppm << " ppm");
   CHECK(ppm <= 10.0);
   CHECK(quick.uncertainty_ppm < 10.0);
-  CHECK(quick.ns >= 20000000ull);  // the interval asked for (no upper bound: wall time)
+  CHECK(quick.ns >= 20000000ull);
+  // Bounded: it stops after 20 ms plus the closing samples. Not a tight
+  // wall-clock bound: preemption on a loaded machine and sanitizers stretch
+  // it (clang-19 --config=tsan measured 34.9 ms), so compare it with the
+  // 1 s calibration instead; a calibration that ignores its budget fails.
+  CHECK(quick.ns < ref.ns);
   // the rational is exact enough to reproduce hz
   CHECK(std::fabs((double)quick.hz_num / (double)quick.hz_den - quick.hz) < 1e-3);
 }
