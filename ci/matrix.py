@@ -82,6 +82,7 @@ QUICK = [  # regexes over cell names; what `--quick` runs
     r"^clang-19 asan\+ubsan$",
     r"^(gcc-11|clang-19) single-header ",
     r"^gcc-12 cross aarch64$",
+    r"^cpu max,-rdtscp$",
 ]
 
 BAZEL_COMMON = ["--color=no", "--curses=no", "--show_progress_rate_limit=30"]
@@ -251,7 +252,7 @@ def all_cells():
         cells.append(c)
     for model in CPU_MODELS:
         c = Cell("cpu %s" % model, "cpu", compiler="gcc-12", cpu=model, row="qemu-x86_64", col=model,
-                 needs_config=["cpu-%s" % slug(model), "qemu-x86_64"])
+                 needs_config=["cpu-%s" % slug(model), "x86_64_qemu"])
         cells.append(c)
     cells.append(Cell("mingw windows x86_64", "windows", compiler="x86_64-w64-mingw32-gcc", target="windows-x86_64",
                       row="mingw (wine)", col="windows", needs_config=["windows"],
@@ -406,7 +407,7 @@ class Runner(object):
             per = "cpu-%s" % slug(cell.cpu)
             if per in cfgs:
                 return ["--config=%s" % per]
-            return ["--config=qemu-x86_64", "--test_env=QEMU_CPU=%s" % cell.cpu]
+            return ["--config=x86_64_qemu", "--test_env=QEMU_CPU=%s" % cell.cpu]
         return cell.bazel_flags
 
     def run_bazel(self, cell):
@@ -775,6 +776,7 @@ def main():
     need = sorted(set(c.compiler for c in cells if c.kind in ("bazel", "san", "lang")),
                   key=lambda n: [x for x, _, _ in COMPILERS].index(n))
     cross_needed = any(c.kind in ("arch", "cpu") and any(x in configs for x in c.needs_config) for c in cells)
+    windows_needed = any(c.kind == "windows" and any(x in configs for x in c.needs_config) for c in cells)
     deps_log = os.path.join(LOGS, "deps.log")
     deps_out = ""
     if not args.no_deps:
@@ -785,6 +787,9 @@ def main():
             if cross_needed:
                 rc2, o2 = r.sh(log, [os.path.join(ROOT, "ci/deps"), "cross"], timeout=1800)
                 deps_out += o2
+            if windows_needed:
+                rc3, o3 = r.sh(log, [os.path.join(ROOT, "ci/deps"), "windows"], timeout=1800)
+                deps_out += o3
         print("ci/matrix: ci/deps matrix %s%s: %.0fs (logs/deps.log)" % (
             " ".join(need), " + ci/deps cross" if cross_needed else "", time.time() - t), flush=True)
 
