@@ -194,7 +194,9 @@ TEST_CASE("TSC calibration (20 ms, tightest bracket) agrees with a 1 s reference
     return;
   }
   tickclock_calibration quick, ref;
+  uint64_t call0 = raw_ns();
   REQUIRE(tickclock__calibrate(rdtsc_ordered_fn, 20, &quick) == 1);
+  uint64_t call_ns = raw_ns() - call0;
   REQUIRE(tickclock__calibrate(rdtsc_ordered_fn, 1000, &ref) == 1);
   double ppm = std::fabs(quick.hz - ref.hz) / ref.hz * 1e6;
   MESSAGE("20 ms: " << quick.hz << " Hz (+-" << quick.uncertainty_ppm << " ppm, brackets "
@@ -203,7 +205,18 @@ TEST_CASE("TSC calibration (20 ms, tightest bracket) agrees with a 1 s reference
   CHECK(ppm <= 10.0);
   CHECK(quick.uncertainty_ppm < 10.0);
   CHECK(quick.ns >= 20000000ull);
-  CHECK(quick.ns < 25000000ull);  // bounded: at most 20 ms plus two samples
+  // Bounded: at most 20 ms plus two samples (16 brackets each), < 25 ms on
+  // hardware. Under QEMU TCG (hypervisor signature "TCGTCGTCGTCG": qemu-i386,
+  // qemu-x86_64 CPU models) every clock_gettime is an emulated syscall and a
+  // loaded host preempts the emulator for milliseconds (44.7 ms measured
+  // under qemu-i386 at load 30), so there the bound is consistency with the
+  // OS clock: the calibrated interval lies inside the call's own duration.
+  CHECK(quick.ns <= call_ns);
+  if (ev.x86.hv_valid && std::strcmp(ev.x86.hv_signature, "TCGTCGTCGTCG") == 0)
+    MESSAGE("under QEMU TCG: 20 ms calibration spanned " << quick.ns / 1000 << " us of a "
+                                                         << call_ns / 1000 << " us call");
+  else
+    CHECK(quick.ns < 25000000ull);
   // the rational is exact enough to reproduce hz
   CHECK(std::fabs((double)quick.hz_num / (double)quick.hz_den - quick.hz) < 1e-3);
 }
