@@ -11,6 +11,14 @@ fixtures=$2
 # Decoding a recorded dump is pure, so it must work on every architecture.
 read -r -a runner <<< "${TICKCLOCK_RUNNER:-}"
 run() { "${runner[@]}" "$@"; }
+# The runner resolves the QEMU command with a dozen readelf calls; do that
+# once for the JSON loop below (TICKCLOCK_RUNNER_PRINT) rather than per file.
+probe_cmd=$probe
+if [[ ${#runner[@]} -gt 0 ]]; then
+  probe_cmd=$(TICKCLOCK_RUNNER_PRINT=1 "${runner[@]}" "$probe") || probe_cmd=
+  [[ -n $probe_cmd ]] || { echo "FAIL the runner could not resolve $probe"; exit 1; }
+fi
+export TICKCLOCK_PROBE_CMD=$probe_cmd
 fail=0
 tmp=${TEST_TMPDIR:-$(mktemp -d)}
 
@@ -38,7 +46,7 @@ fi
 python3 - "$probe" "${dirs[@]}" <<'PY' || fail=1
 import json, os, shlex, subprocess, sys
 probe, dirs = sys.argv[1], sys.argv[2:]
-runner = shlex.split(os.environ.get("TICKCLOCK_RUNNER", ""))
+cmd = shlex.split(os.environ["TICKCLOCK_PROBE_CMD"])
 keys = ["vendor", "family", "model", "stepping", "tsc", "rdtscp", "invariant_tsc",
         "hypervisor_bit", "leaf15", "base_mhz", "hypervisor", "brand", "tsc_hz"]
 n = bad = 0
@@ -48,7 +56,7 @@ for d in dirs:
             continue
         p = os.path.join(d, f)
         n += 1
-        r = subprocess.run(runner + [probe, "cpuid", "--json", "--file", p], capture_output=True, text=True)
+        r = subprocess.run(cmd + ["cpuid", "--json", "--file", p], capture_output=True, text=True)
         try:
             assert r.returncode == 0, "exit %d: %s" % (r.returncode, r.stderr.strip())
             j = json.loads(r.stdout)
