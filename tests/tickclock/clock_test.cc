@@ -46,6 +46,18 @@ uint64_t count_backward_steps(Read read, long n) {
   return back;
 }
 
+// Spin, then yield: on a loaded or oversubscribed machine (CI, ci/matrix
+// running cells side by side) a pure spin burns the time slice the other
+// thread needs to take its turn (gcc-11 cell: clock_test 69.8 s at load 13).
+void wait_for_turn(const std::atomic<int> &turn, int want) {
+  for (int spins = 0; turn.load(std::memory_order_acquire) != want;) {
+    if (++spins >= 64) {
+      std::this_thread::yield();
+      spins = 0;
+    }
+  }
+}
+
 uint64_t raw_ns() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
@@ -81,15 +93,13 @@ TEST_CASE("cross-thread ordering: a reading taken after acquiring a published re
     uint64_t violations = 0, worst = 0;
     std::thread writer([&] {
       for (int i = 0; i < rounds; i++) {
-        while (turn.load(std::memory_order_acquire) != 0) {
-        }
+        wait_for_turn(turn, 0);
         published.store(tickclock_now_ordered(), std::memory_order_release);
         turn.store(1, std::memory_order_release);
       }
     });
     for (int i = 0; i < rounds; i++) {
-      while (turn.load(std::memory_order_acquire) != 1) {
-      }
+      wait_for_turn(turn, 1);
       uint64_t seen = published.load(std::memory_order_acquire);
       uint64_t mine = tickclock_now_ordered();
       if (mine < seen) {
