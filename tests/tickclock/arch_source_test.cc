@@ -80,9 +80,11 @@ const tickclock_info *auto_info() {
   REQUIRE(tickclock_init(NULL) == TICKCLOCK_OK);
   const tickclock_info *in = tickclock_info_get();
   REQUIRE(in != NULL);
-  MESSAGE(kArch << ": " << in->source_name << " at " << in->hz << " Hz ("
-                << in->freq_method_name << ", " << (in->freq_detail ? in->freq_detail : "-")
-                << "), resolution " << in->resolution_ns << " ns; why: " << in->why);
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%s: %s at %.6f MHz (%s, %s), resolution %.6g ns; why: %s",
+                kArch.c_str(), in->source_name, in->hz / 1e6, in->freq_method_name,
+                in->freq_detail ? in->freq_detail : "-", in->resolution_ns, in->why);
+  MESSAGE(std::string(buf));
   return in;
 }
 
@@ -97,7 +99,8 @@ void check_tracks_monotonic(const tickclock_info *in) {
   double got = (double)tickclock_delta_ns(t0, t1);
   double lo = (double)(m1a - m0b), hi = (double)(m1b - m0a);
   double slack = 0.02 * hi + 200e3 + 2 * in->resolution_ns;
-  CAPTURE(in->source_name);
+  std::string name = in->source_name;
+  CAPTURE(name);
   CAPTURE(got);
   CAPTURE(lo);
   CAPTURE(hi);
@@ -107,7 +110,8 @@ void check_tracks_monotonic(const tickclock_info *in) {
 }
 
 void check_resolution(const tickclock_info *in) {
-  CAPTURE(in->source_name);
+  std::string name = in->source_name;
+  CAPTURE(name);
   CHECK(in->resolution_ns > 0);
   if (in->source != TICKCLOCK_SOURCE_SYSTEM) {
     // a counter's granularity is one tick
