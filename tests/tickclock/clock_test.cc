@@ -277,7 +277,15 @@ TEST_CASE("TSC calibration (20 ms, tightest bracket) agrees with a 1 s reference
                     << quick.bracket_start << "/" << quick.bracket_end << " ticks); 1 s: " << ref.hz
                     << " Hz (+-" << ref.uncertainty_ppm << " ppm); disagreement " << ppm << " ppm");
   CHECK(ppm <= 10.0);
-  CHECK(quick.uncertainty_ppm < 10.0);
+  bool tcg = ev.x86.hv_valid && std::strcmp(ev.x86.hv_signature, "TCGTCGTCGTCG") == 0;
+  // Under QEMU TCG each emulated RDTSC costs ~125 ns, so the tightest
+  // bracket is ~525 ticks instead of ~84 and the honest bound is ~13 ppm
+  // (qemu-i386): there the check is that the bound holds, i.e. covers the
+  // actual disagreement with the 1 s reference.
+  if (tcg)
+    CHECK(ppm <= quick.uncertainty_ppm + ref.uncertainty_ppm);
+  else
+    CHECK(quick.uncertainty_ppm < 10.0);
   CHECK(quick.ns >= 20000000ull);
   // Bounded: at most 20 ms plus two samples (16 brackets each), < 25 ms on
   // hardware. Under QEMU TCG (hypervisor signature "TCGTCGTCGTCG": qemu-i386,
@@ -286,7 +294,7 @@ TEST_CASE("TSC calibration (20 ms, tightest bracket) agrees with a 1 s reference
   // under qemu-i386 at load 30), so there the bound is consistency with the
   // OS clock: the calibrated interval lies inside the call's own duration.
   CHECK(quick.ns <= call_ns);
-  if (ev.x86.hv_valid && std::strcmp(ev.x86.hv_signature, "TCGTCGTCGTCG") == 0)
+  if (tcg)
     MESSAGE("under QEMU TCG: 20 ms calibration spanned " << quick.ns / 1000 << " us of a "
                                                          << call_ns / 1000 << " us call");
   else {
