@@ -39,10 +39,11 @@ struct Leaves {
   }
 };
 
+// A register holding 4 characters as x86 does (first character in the
+// least significant byte), on any host byte order.
 uint32_t w(const char *s4) {
-  uint32_t v;
-  std::memcpy(&v, s4, 4);
-  return v;
+  const unsigned char *u = reinterpret_cast<const unsigned char *>(s4);
+  return (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
 }
 
 // An Intel CPU: max basic leaf, family 6 model `model`, leaf 1 ECX bit 31 = hv.

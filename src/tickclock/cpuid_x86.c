@@ -49,11 +49,22 @@ static int tickclock__x86_leaf(tickclock_cpuid_fn fn, void *ctx, uint32_t leaf, 
   return fn(ctx, leaf, sub, r);
 }
 
+/* The 4 bytes of a register as x86 stores them (little-endian, least
+ * significant byte first), whatever the byte order of the CPU decoding it:
+ * fixtures are replayed on big-endian s390x too, where memcpy of the
+ * uint32_t would reverse every 4-character group ("uneGIeniletn"). */
+static void tickclock__x86_bytes(char *out, uint32_t v) {
+  out[0] = (char)(v & 0xffu);
+  out[1] = (char)((v >> 8) & 0xffu);
+  out[2] = (char)((v >> 16) & 0xffu);
+  out[3] = (char)((v >> 24) & 0xffu);
+}
+
 /* 12 signature bytes from three registers, in the given order. */
 static void tickclock__x86_sig(char out[13], uint32_t a, uint32_t b, uint32_t c) {
-  memcpy(out + 0, &a, 4);
-  memcpy(out + 4, &b, 4);
-  memcpy(out + 8, &c, 4);
+  tickclock__x86_bytes(out + 0, a);
+  tickclock__x86_bytes(out + 4, b);
+  tickclock__x86_bytes(out + 8, c);
   out[12] = '\0';
 }
 
@@ -211,10 +222,10 @@ void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts 
       size_t i = 0, start = 0;
       for (l = 0; l < 3; l++) {
         tickclock__x86_leaf(fn, ctx, 0x80000002u + l, 0, out->max_ext_leaf, &r);
-        memcpy(raw + 16 * l + 0, &r.eax, 4);
-        memcpy(raw + 16 * l + 4, &r.ebx, 4);
-        memcpy(raw + 16 * l + 8, &r.ecx, 4);
-        memcpy(raw + 16 * l + 12, &r.edx, 4);
+        tickclock__x86_bytes(raw + 16 * l + 0, r.eax);
+        tickclock__x86_bytes(raw + 16 * l + 4, r.ebx);
+        tickclock__x86_bytes(raw + 16 * l + 8, r.ecx);
+        tickclock__x86_bytes(raw + 16 * l + 12, r.edx);
       }
       raw[48] = '\0';
       while (raw[start] == ' ') start++;

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
+#include <sched.h>
 #include <time.h>
 #include <vector>
 
@@ -100,10 +102,69 @@ TEST_CASE("10^7 consecutive reads per thread never decrease, on 2 threads, both 
   }
 }
 
+// Under QEMU user mode the riscv64 time CSR and the POWER timebase are
+// the host's raw RDTSC, read on whichever host CPU runs the emulating thread.
+// Where the host kernel refused the TSC (its clocksource is not tsc and tsc
+// is not even offered, e.g. kvm-clock only on this development VM), the
+// host CPUs' TSCs are not synchronised and two emulated threads see up to
+// ~100 ns of skew (26 backward steps, worst 168 ticks, under qemu-riscv64).
+// That is the host's clock, not the target's: there the threads share one
+// host CPU, so the test still checks the ordering of publish and read.
+// The same holds for a forced TSC under QEMU TCG (qemu-i386, qemu-x86_64
+// CPU models: hypervisor signature "TCGTCGTCGTCG"), whose RDTSC is the
+// host's (54 backward steps, worst 210 ticks, under qemu-x86_64 -cpu max).
+// Only these three are the host's RDTSC under QEMU; its AArch64 CNTVCT and
+// s390x TOD derive from the host's clock_gettime and are checked unpinned.
+bool emulated_counter_on_unsynced_host(int src) {
+  if (src != TICKCLOCK_SOURCE_RDTIME && src != TICKCLOCK_SOURCE_TIMEBASE &&
+      src != TICKCLOCK_SOURCE_TSC)
+    return false;
+  char line[512];
+#if defined(__x86_64__) || defined(__i386__)
+  tickclock_evidence ev;
+  tickclock__gather(NULL, &ev);
+  if (!(ev.x86.hv_valid && std::strcmp(ev.x86.hv_signature, "TCGTCGTCGTCG") == 0)) return false;
+#else
+  bool x86_host = false;
+  if (FILE *f = std::fopen("/proc/cpuinfo", "r")) {
+    while (std::fgets(line, sizeof line, f))
+      if (std::strncmp(line, "vendor_id", 9) == 0) x86_host = true;
+    std::fclose(f);
+  }
+  if (!x86_host) return false;
+#endif
+  std::string cs, av;
+  if (FILE *f = std::fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r")) {
+    if (std::fgets(line, sizeof line, f)) cs = line;
+    std::fclose(f);
+  }
+  if (FILE *f = std::fopen("/sys/devices/system/clocksource/clocksource0/available_clocksource", "r")) {
+    if (std::fgets(line, sizeof line, f)) av = line;
+    std::fclose(f);
+  }
+  return cs.compare(0, 3, "tsc") != 0 && (" " + av).find(" tsc") == std::string::npos;
+}
+
 TEST_CASE("cross-thread ordering: a reading taken after acquiring a published reading is never earlier") {
   for (int src : runnable_sources()) {
     force(src);
-    CAPTURE(tickclock_source_name(src));
+    std::string name = tickclock_source_name(src);
+    CAPTURE(name);
+    cpu_set_t saved;
+    bool pinned = false;
+    if (emulated_counter_on_unsynced_host(src) && sched_getaffinity(0, sizeof saved, &saved) == 0) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &saved)) {
+          CPU_SET(c, &one);
+          break;
+        }
+      pinned = sched_setaffinity(0, sizeof one, &one) == 0;
+      std::string note = name + ": emulated on an x86 host whose kernel refused the TSC: both "
+                                "threads pinned to one host CPU" + (pinned ? "" : " (failed)");
+      MESSAGE(note);
+    }
     const int rounds = kPingPongRounds;
     std::atomic<uint64_t> published(0);
     std::atomic<int> turn(0);
@@ -127,23 +188,34 @@ TEST_CASE("cross-thread ordering: a reading taken after acquiring a published re
     }
     writer.join();
     CHECK_MESSAGE(violations == 0, violations << " backward observations, worst " << worst << " ticks");
+    if (pinned) sched_setaffinity(0, sizeof saved, &saved);
   }
 }
 
 TEST_CASE("converted counter time tracks CLOCK_MONOTONIC_RAW") {
   for (int src : runnable_sources()) {
     force(src);
-    CAPTURE(tickclock_source_name(src));
-    uint64_t r0 = raw_ns(), t0 = tickclock_now_ordered();
+    std::string name = tickclock_source_name(src);
+    CAPTURE(name);
+    // Each counter read is bracketed by two raw reads, so the counter
+    // interval lies between the inner (r1a - r0b) and the outer (r1b - r0a)
+    // raw interval whatever happens between the reads: under QEMU on a
+    // loaded host the emulator is preempted for milliseconds between two
+    // adjacent reads (11 ms seen on s390x), which a single raw read per end
+    // took for a counter error. Tolerance: the frequency uncertainty
+    // (generously 1000 ppm) plus 1 us.
+    uint64_t r0a = raw_ns(), t0 = tickclock_now_ordered(), r0b = raw_ns();
     struct timespec req = {0, 50000000};  // 50 ms
     nanosleep(&req, NULL);
-    uint64_t t1 = tickclock_now_ordered(), r1 = raw_ns();
+    uint64_t r1a = raw_ns(), t1 = tickclock_now_ordered(), r1b = raw_ns();
     int64_t got = tickclock_delta_ns(t0, t1);
-    int64_t ref = (int64_t)(r1 - r0);
-    // The counter interval is inside the raw interval; allow the reads'
-    // own cost and the frequency uncertainty (generously: 1000 ppm).
-    CHECK(got <= ref + 1000);
-    CHECK(got >= ref - ref / 1000 - 200000);
+    int64_t outer = (int64_t)(r1b - r0a), inner = (int64_t)(r1a - r0b);
+    CAPTURE(got);
+    CAPTURE(inner);
+    CAPTURE(outer);
+    CHECK(inner >= 50000000);
+    CHECK(got <= outer + outer / 1000 + 1000);
+    CHECK(got >= inner - inner / 1000 - 1000);
   }
 }
 
@@ -221,20 +293,34 @@ TEST_CASE("TSC calibration (20 ms, tightest bracket) agrees with a 1 s reference
     return;
   }
   tickclock_calibration quick, ref;
+  uint64_t call0 = raw_ns();
   REQUIRE(tickclock__calibrate(rdtsc_ordered_fn, 20, &quick) == 1);
+  uint64_t call_ns = raw_ns() - call0;
   REQUIRE(tickclock__calibrate(rdtsc_ordered_fn, 1000, &ref) == 1);
   double ppm = std::fabs(quick.hz - ref.hz) / ref.hz * 1e6;
   MESSAGE("20 ms: " << quick.hz << " Hz (+-" << quick.uncertainty_ppm << " ppm, brackets "
                     << quick.bracket_start << "/" << quick.bracket_end << " ticks); 1 s: " << ref.hz
                     << " Hz (+-" << ref.uncertainty_ppm << " ppm); disagreement " << ppm << " ppm");
   CHECK(ppm <= 10.0);
-  CHECK(quick.uncertainty_ppm < 10.0);
+  bool tcg = ev.x86.hv_valid && std::strcmp(ev.x86.hv_signature, "TCGTCGTCGTCG") == 0;
+  // Under QEMU TCG each emulated RDTSC costs ~125 ns, so the tightest
+  // bracket is ~525 ticks instead of ~84 and the honest bound is ~13 ppm
+  // (qemu-i386): there the check is that the bound holds, i.e. covers the
+  // actual disagreement with the 1 s reference.
+  if (tcg)
+    CHECK(ppm <= quick.uncertainty_ppm + ref.uncertainty_ppm);
+  else
+    CHECK(quick.uncertainty_ppm < 10.0);
   CHECK(quick.ns >= 20000000ull);
-  // Bounded: it stops after 20 ms plus the closing samples. Not a tight
-  // wall-clock bound: preemption on a loaded machine and sanitizers stretch
-  // it (clang-19 --config=tsan measured 34.9 ms), so compare it with the
-  // 1 s calibration instead; a calibration that ignores its budget fails.
+  // Bounded, but not by wall time (preemption on a loaded machine, TSan and
+  // QEMU TCG stretch it: 34.9 ms under clang-19 TSan, 44.7 ms under
+  // qemu-i386 at load 30): the calibrated interval lies inside the call's
+  // own duration, and a 20 ms calibration is shorter than a 1 s one.
+  CHECK(quick.ns <= call_ns);
   CHECK(quick.ns < ref.ns);
+  if (tcg)
+    MESSAGE("under QEMU TCG: 20 ms calibration spanned " << quick.ns / 1000 << " us of a "
+                                                         << call_ns / 1000 << " us call");
   // the rational is exact enough to reproduce hz
   CHECK(std::fabs((double)quick.hz_num / (double)quick.hz_den - quick.hz) < 1e-3);
 }

@@ -12,8 +12,86 @@
 
 namespace {
 
-typedef unsigned __int128 u128;
 const uint64_t kGiga = 1000000000ull;
+
+// Exact unsigned 128-bit arithmetic for the reference, portable: i686,
+// armv7 and MIPS o32 have no unsigned __int128, and the reference must not
+// share the library's multiply. 64x64->128 by 32-bit halves; 128/64 by
+// long division (Hacker's Delight divlu, 32-bit digits). Checked against
+// __int128 where the compiler has it (test case at the end).
+struct U128 {
+  uint64_t hi, lo;
+};
+U128 u128(uint64_t v) { return U128{0, v}; }
+bool operator==(U128 a, U128 b) { return a.hi == b.hi && a.lo == b.lo; }
+bool operator<(U128 a, U128 b) { return a.hi < b.hi || (a.hi == b.hi && a.lo < b.lo); }
+bool operator>(U128 a, U128 b) { return b < a; }
+bool operator>=(U128 a, U128 b) { return !(a < b); }
+bool operator<=(U128 a, U128 b) { return !(b < a); }
+U128 operator+(U128 a, U128 b) {
+  U128 r{a.hi + b.hi, a.lo + b.lo};
+  if (r.lo < a.lo) r.hi++;
+  return r;
+}
+U128 operator-(U128 a, U128 b) {
+  U128 r{a.hi - b.hi, a.lo - b.lo};
+  if (a.lo < b.lo) r.hi--;
+  return r;
+}
+U128 mul(uint64_t a, uint64_t b) {
+  const uint64_t m = 0xffffffffull;
+  uint64_t a0 = a & m, a1 = a >> 32, b0 = b & m, b1 = b >> 32;
+  uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  uint64_t mid = (p00 >> 32) + (p01 & m) + (p10 & m);  // < 3 * 2^32
+  return U128{p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32), (mid << 32) | (p00 & m)};
+}
+// (u1:u0) / v with u1 < v (the quotient fits in 64 bits); remainder in *r.
+uint64_t divlu(uint64_t u1, uint64_t u0, uint64_t v, uint64_t *r) {
+  const uint64_t b = 1ull << 32;
+  int s = 0;
+  while (!(v & (1ull << 63))) {
+    v <<= 1;
+    s++;
+  }
+  uint64_t vn1 = v >> 32, vn0 = v & 0xffffffffull;
+  uint64_t un32 = (u1 << s) | (s ? u0 >> (64 - s) : 0);
+  uint64_t un10 = u0 << s;
+  uint64_t un1 = un10 >> 32, un0 = un10 & 0xffffffffull;
+  uint64_t q1 = un32 / vn1, rhat = un32 - q1 * vn1;
+  while (q1 >= b || q1 * vn0 > b * rhat + un1) {
+    q1--;
+    rhat += vn1;
+    if (rhat >= b) break;
+  }
+  uint64_t un21 = un32 * b + un1 - q1 * v;  // wraps mod 2^64 by design
+  uint64_t q0 = un21 / vn1;
+  rhat = un21 - q0 * vn1;
+  while (q0 >= b || q0 * vn0 > b * rhat + un0) {
+    q0--;
+    rhat += vn1;
+    if (rhat >= b) break;
+  }
+  *r = (un21 * b + un0 - q0 * v) >> s;
+  return q1 * b + q0;
+}
+// n / d (d != 0), remainder in *rem.
+U128 divmod(U128 n, uint64_t d, uint64_t *rem) {
+  U128 q{n.hi / d, 0};
+  q.lo = divlu(n.hi % d, n.lo, d, rem);
+  return q;
+}
+U128 operator/(U128 n, uint64_t d) {
+  uint64_t r;
+  return divmod(n, d, &r);
+}
+uint64_t operator%(U128 n, uint64_t d) {
+  uint64_t r;
+  divmod(n, d, &r);
+  return r;
+}
+const U128 kU64Max = u128(UINT64_MAX);
+const U128 kI64Max = u128((uint64_t)INT64_MAX);
+const U128 k2p63 = u128(1ull << 63);
 
 struct Freq {
   const char *name;
@@ -41,35 +119,35 @@ const Freq kFreqs[] = {
 };
 
 // floor(t * 1e9 * den / num); t*1e9*den < 2^128 since 1e9*den < 2^64.
-u128 ref_ns(uint64_t t, const Freq &f) { return (u128)t * (kGiga * f.den) / f.num; }
+U128 ref_ns(uint64_t t, const Freq &f) { return mul(t, kGiga * f.den) / f.num; }
 // floor(ns * num / (1e9 * den)); ns*num < 2^128.
-u128 ref_ticks(uint64_t ns, const Freq &f) { return (u128)ns * f.num / (kGiga * f.den); }
+U128 ref_ticks(uint64_t ns, const Freq &f) { return mul(ns, f.num) / (kGiga * f.den); }
 
-uint64_t sat(u128 v) { return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v; }
+uint64_t sat(U128 v) { return v > kU64Max ? UINT64_MAX : v.lo; }
 
 // Contract: floor(x) <= got <= floor(x) + 1, saturating at UINT64_MAX.
 void check_ticks_to_ns(const tickclock_conv &c, const Freq &f, uint64_t t) {
-  u128 exact = ref_ns(t, f);
+  U128 exact = ref_ns(t, f);
   uint64_t got = tickclock_conv_ticks_to_ns(&c, t);
-  if (exact >= UINT64_MAX) {
+  if (exact >= kU64Max) {
     REQUIRE_MESSAGE(got == UINT64_MAX, f.name << " t=" << t << " must saturate");
     return;
   }
-  uint64_t lo = (uint64_t)exact;
+  uint64_t lo = exact.lo;
   REQUIRE_MESSAGE((got == lo || got == lo + 1), f.name << " t=" << t << " got " << got
                                                       << " exact floor " << lo);
   // exact whenever the product is an integer
-  if ((u128)t * (kGiga * f.den) % f.num == 0) REQUIRE_MESSAGE(got == lo, f.name << " t=" << t);
+  if (mul(t, kGiga * f.den) % f.num == 0) REQUIRE_MESSAGE(got == lo, f.name << " t=" << t);
 }
 
 void check_ns_to_ticks(const tickclock_conv &c, const Freq &f, uint64_t ns) {
-  u128 exact = ref_ticks(ns, f);
+  U128 exact = ref_ticks(ns, f);
   uint64_t got = tickclock_conv_ns_to_ticks(&c, ns);
-  if (exact >= UINT64_MAX) {
+  if (exact >= kU64Max) {
     REQUIRE(got == UINT64_MAX);
     return;
   }
-  uint64_t lo = (uint64_t)exact;
+  uint64_t lo = exact.lo;
   REQUIRE_MESSAGE((got == lo || got == lo + 1), f.name << " ns=" << ns << " got " << got
                                                       << " exact " << lo);
 }
@@ -78,21 +156,21 @@ void check_ns_to_ticks(const tickclock_conv &c, const Freq &f, uint64_t ns) {
 void check_delta(const tickclock_conv &c, const Freq &f, int64_t d) {
   bool neg = d < 0;
   uint64_t mag = neg ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
-  u128 m = ref_ns(mag, f);  // trunc of |x|
+  U128 m = ref_ns(mag, f);  // trunc of |x|
   int64_t got = tickclock_conv_delta_to_ns(&c, d);
   if (!neg) {
-    if (m > (u128)INT64_MAX) {
+    if (m > kI64Max) {
       REQUIRE(got == INT64_MAX);
       return;
     }
-    REQUIRE_MESSAGE((got - (int64_t)m >= 0 && got - (int64_t)m <= 1), f.name << " d=" << d);
+    REQUIRE_MESSAGE((got - (int64_t)m.lo >= 0 && got - (int64_t)m.lo <= 1), f.name << " d=" << d);
   } else {
-    if (m > ((u128)1 << 63)) {
+    if (m > k2p63) {
       REQUIRE(got == INT64_MIN);
       return;
     }
     // -m may be exactly INT64_MIN
-    int64_t want = m == ((u128)1 << 63) ? INT64_MIN : -(int64_t)m;
+    int64_t want = m == k2p63 ? INT64_MIN : -(int64_t)m.lo;
     REQUIRE_MESSAGE((want - got >= 0 && want - got <= 1), f.name << " d=" << d << " got " << got);
   }
   // symmetric wherever neither side saturates
@@ -120,13 +198,14 @@ std::vector<uint64_t> edge_ticks(const Freq &f) {
                              (1ull << 63) + 1,
                              UINT64_MAX,
                              UINT64_MAX - 1};
-  u128 hundred_years = (u128)hz * day * 36525;
+  U128 hundred_years = mul(hz * day, 36525);
   v.push_back(sat(hundred_years));
   // around the saturation boundary: largest t whose ns fits
-  u128 tmax = ((u128)UINT64_MAX * f.num) / (kGiga * f.den);
+  U128 tmax = mul(UINT64_MAX, f.num) / (kGiga * f.den);
   for (int k = -2; k <= 2; k++) {
-    u128 t = tmax + k;
-    if (t <= UINT64_MAX && (int64_t)k + (int64_t)0 == k) v.push_back((uint64_t)t);
+    if (k < 0 && tmax < u128((uint64_t)-k)) continue;
+    U128 t = k < 0 ? tmax - u128((uint64_t)-k) : tmax + u128((uint64_t)k);
+    if (t <= kU64Max) v.push_back(t.lo);
   }
   return v;
 }
@@ -263,4 +342,44 @@ TEST_CASE("cost does not depend on magnitude: no data-dependent slow path") {
   uint64_t century = tickclock_conv_ticks_to_ns(&c, 2100000000ull * 86400ull * 36525ull);
   CHECK(one_s == 1000000000ull);
   CHECK(century == 1000000000ull * 86400ull * 36525ull);
+}
+
+TEST_CASE("the portable 128-bit reference is exact") {
+  std::mt19937_64 rng(12345);
+  // on every target: q*d + r == n and r < d, by the struct's own multiply
+  for (int i = 0; i < 50000; i++) {
+    uint64_t a = rng() >> (rng() % 64), b = rng() >> (rng() % 64);
+    uint64_t d = rng() >> (rng() % 64);
+    if (d == 0) d = 1;
+    U128 n = mul(a, b);
+    uint64_t r;
+    U128 q = divmod(n, d, &r);
+    REQUIRE(r < d);
+    // q*d = q.hi*d*2^64 + q.lo*d; q.hi*d < 2^64 because n < 2^128
+    U128 qd = mul(q.lo, d);
+    qd.hi += q.hi * d;
+    REQUIRE(qd + u128(r) == n);
+  }
+  CHECK(mul(UINT64_MAX, UINT64_MAX) == (U128{UINT64_MAX - 1, 1}));
+  CHECK(mul(UINT64_MAX, UINT64_MAX) / UINT64_MAX == kU64Max);
+  CHECK(mul(1ull << 63, 2) == (U128{1, 0}));
+#if defined(__SIZEOF_INT128__)
+  // and against the compiler's __int128 where it exists
+  __extension__ typedef unsigned __int128 native128;
+  for (int i = 0; i < 50000; i++) {
+    uint64_t a = rng() >> (rng() % 64), b = rng() >> (rng() % 64);
+    uint64_t d = rng() >> (rng() % 64);
+    if (d == 0) d = 1;
+    native128 n = (native128)a * b, q = n / d;
+    U128 m = mul(a, b);
+    REQUIRE(m.hi == (uint64_t)(n >> 64));
+    REQUIRE(m.lo == (uint64_t)n);
+    U128 p = m / d;
+    REQUIRE(p.hi == (uint64_t)(q >> 64));
+    REQUIRE(p.lo == (uint64_t)q);
+    REQUIRE(m % d == (uint64_t)(n % d));
+  }
+#else
+  MESSAGE("no __int128 on this target: checked by q*d + r == n only");
+#endif
 }

@@ -142,4 +142,10 @@ esac
 if [ "${TICKCLOCK_RUNNER_VERBOSE:-0}" = 1 ]; then
   echo "run_$arch ($mode): ${cmd[*]} $*" >&2
 fi
+# TICKCLOCK_RUNNER_PRINT=1: print the resolved command (shell-quoted) and
+# exit, so a script that runs one binary many times resolves it once.
+if [ "${TICKCLOCK_RUNNER_PRINT:-0}" = 1 ]; then
+  printf '%q ' env -u QEMU_LD_PREFIX "${cmd[@]}"; echo
+  exit 0
+fi
 exec "${cmd[@]}" "$@"
