@@ -19,15 +19,16 @@
 #include "internal.h"
 
 namespace {
-// Measured on the 2-core noisy KVM development guest (AMD EPYC, TSC,
-// 20 ms calibrations, 8 runs per condition, issue 8 report):
-//   idle       worst |ppm| vs the 1 s reference ~ see report
-//   busy       (other core saturated)
-//   migrating  (affinity flipped every ~200 us)
-// The assertion allows 500 ppm: more than 10x the worst measured, well
-// under the 2000 ppm at which the decider refuses a calibration and the
-// 500 ppm re-validation drift bound's order of magnitude.
-const double kBoundPpm = 500.0;
+// Measured on the 2-core noisy KVM development guest (AMD EPYC, 2.096 GHz
+// TSC, kernel clocksource kvm-clock; the host was shared with other
+// builds, load average 60-85), 20 ms calibrations, 8 per condition, 6 runs:
+//   idle       worst |ppm| vs the 1 s reference 0.53 (stated bound <= 2.10)
+//   busy       (every core saturated)            0.48 (stated bound <= 2.35)
+//   migrating  (affinity flipped every 200 us)   0.51 (stated bound <= 2.10)
+// The assertion allows 50 ppm: ~100x the worst measured, still 2x inside
+// the 25 ppm + uncertainty agreement bound's order and far inside the
+// 500 ppm re-validation drift bound.
+const double kBoundPpm = 50.0;
 const int kRuns = 8;
 
 double ppm(const tickclock_calibration &c, const tickclock_calibration &ref) {

