@@ -95,7 +95,11 @@ static void tickclock__anchor(const tickclock_info *s, const tickclock_evidence 
     tickclock__anchor_ok = 1;
   }
 #else
-  (void)ev;
+  (void)ev; /* no counter to re-validate on this architecture */
+  (void)tickclock__cs;
+  (void)tickclock__cs_known;
+  (void)tickclock__anchor_raw;
+  (void)tickclock__max_seen;
 #endif
   tickclock__arm_deadline(s, tickclock__anchor_ok ? tickclock__anchor_ticks : 0);
 }
