@@ -1,10 +1,12 @@
 // tickclock-probe: subcommand dispatcher. Add a subcommand by writing
 // cmd_NAME.cc, declaring it in commands.h and listing it below.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "src/probe/commands.h"
 #include "src/probe/util.h"
+#include "tickclock.h"
 
 namespace tickclock_probe {
 namespace {
@@ -40,6 +42,17 @@ int run(const tickclock_probe::Command &c, int argc, char **argv) {
 
 int main(int argc, char **argv) {
   using namespace tickclock_probe;
+  // The environment is input too: a TICKCLOCK_SOURCE the library would
+  // ignore with a warning is a usage error for the probe (one line, exit 2).
+  if (const char *env = std::getenv("TICKCLOCK_SOURCE")) {
+    if (tickclock_source_from_name(env) < 0) {
+      std::fprintf(stderr,
+                   "tickclock-probe: TICKCLOCK_SOURCE='%.40s' is not one of auto, system, tsc, "
+                   "cntvct, timebase, tod, rdtime, qpc\n",
+                   env);
+      return 2;
+    }
+  }
   // no subcommand, or an option first: the report
   if (argc < 2 || (argv[1][0] == '-' && std::strcmp(argv[1], "--help") != 0 &&
                    std::strcmp(argv[1], "-h") != 0))

@@ -24,7 +24,7 @@ static tickclock__bracket tickclock__sample(uint64_t (*rd)(void)) {
   best.mid = best.ns = 0;
   for (i = 0; i < TICKCLOCK__CAL_TRIES; i++) {
     uint64_t c0 = rd();
-    uint64_t ns = tickclock__os_now_raw();
+    uint64_t ns = tickclock__p_raw_ns();
     uint64_t c1 = rd();
     if (c1 < c0) continue; /* went backwards: not a bracket */
     if (c1 - c0 < best.width) {
@@ -46,9 +46,9 @@ int tickclock__calibrate(uint64_t (*rd)(void), uint32_t ms, tickclock_calibratio
   a = tickclock__sample(rd);
   target = a.ns + (uint64_t)ms * UINT64_C(1000000);
   /* sleep most of the interval, spin the last 300 us */
-  now = tickclock__os_now_raw();
-  if (target > now + UINT64_C(300000)) tickclock__sleep_ns(target - now - UINT64_C(300000));
-  while (tickclock__os_now_raw() < target) {
+  now = tickclock__p_raw_ns();
+  if (target > now + UINT64_C(300000)) tickclock__p_sleep_ns(target - now - UINT64_C(300000));
+  while (tickclock__p_raw_ns() < target) {
   }
   b = tickclock__sample(rd);
   out->bracket_start = a.width;

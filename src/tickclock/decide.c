@@ -28,6 +28,11 @@
  *     - no readable clocksource on Linux: refused (verdict unknown).
  *  4. Read cost: a counter read must not cost more than clock_gettime (a
  *     hypervisor that traps RDTSC makes it slower than the vDSO).
+ *  5. Calibration: it must succeed, and (automatic choice only) its
+ *     tightest (counter, clock, counter) brackets must bound the frequency
+ *     within TICKCLOCK_CAL_MAX_UNCERTAINTY_PPM: wider means the two reads
+ *     of every bracket disagree (per-CPU TSC offsets, a warp) or the
+ *     thread was preempted throughout.
  * Otherwise the OS clock (CLOCK_MONOTONIC), whose ticks are nanoseconds.
  * A forced TSC skips 2-4 (their failure is kept as the caveat in the
  * candidate's reason) but not calibration and the frequency cross-check.
@@ -561,6 +566,12 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
     if (!ev->cal.ok) {
       fail = "calibration against CLOCK_MONOTONIC_RAW failed (the counter did not advance "
              "with the clock)";
+    } else if (!forced && ev->cal.uncertainty_ppm > TICKCLOCK_CAL_MAX_UNCERTAINTY_PPM) {
+      tickclock__fmt(buf, sizeof buf,
+                     "calibration brackets too wide (%.0f ppm > %.0f): counter reads on different "
+                     "CPUs disagree (TSC warp) or every sample was preempted",
+                     ev->cal.uncertainty_ppm, TICKCLOCK_CAL_MAX_UNCERTAINTY_PPM);
+      fail = buf;
     } else if (trusted == TICKCLOCK__TRUST_IF_HV_AGREES) {
       unsigned i;
       int agreed = 0;

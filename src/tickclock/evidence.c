@@ -36,20 +36,39 @@ const char *tickclock__secure_getenv(const char *name) {
 #endif
 }
 
+/* The first line of a /sys or /proc file (native platform). */
+int tickclock__native_read_line(const char *path, char *buf, size_t n) {
 #if defined(__linux__)
-static void tickclock__read_sys_line(const char *path, char *buf, size_t n, int *known) {
-  FILE *f = fopen(path, "re");
-  *known = 0;
+  FILE *f;
+  int known = 0;
+  if (n == 0) return 0;
   buf[0] = '\0';
-  if (f == NULL) return;
+  f = fopen(path, "re");
+  if (f == NULL) return 0;
   if (fgets(buf, (int)n, f) != NULL) {
     size_t len = strlen(buf);
     while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) buf[--len] = '\0';
-    *known = len > 0;
+    known = len > 0;
   }
   fclose(f);
-}
+  return known;
+#else
+  (void)path;
+  if (n > 0) buf[0] = '\0';
+  return 0;
 #endif
+}
+
+/* prctl(PR_GET_TSC) (native platform): TICKCLOCK_PRCTL_*. The setting is
+ * per thread (inherited by threads created later). */
+int tickclock__native_prctl_get_tsc(void) {
+#if defined(__linux__) && defined(PR_GET_TSC)
+  int mode = 0;
+  if (prctl(PR_GET_TSC, &mode, 0, 0, 0) == 0)
+    return mode == PR_TSC_SIGSEGV ? TICKCLOCK_PRCTL_SIGSEGV : TICKCLOCK_PRCTL_ENABLED;
+#endif
+  return TICKCLOCK_PRCTL_UNKNOWN;
+}
 
 #if defined(TICKCLOCK__HAVE_PERF)
 /* The perf_event mmap page of a self-monitoring dummy event: the kernel's
@@ -104,6 +123,14 @@ static void tickclock__read_perf_page(tickclock_perf_page *pp) {
 }
 #endif
 
+void tickclock__native_perf_page(tickclock_perf_page *pp) {
+#if defined(TICKCLOCK__HAVE_PERF)
+  tickclock__read_perf_page(pp);
+#else
+  (void)pp;
+#endif
+}
+
 /* Cost of one read: the minimum over batches of 256 reads, timed with
  * CLOCK_MONOTONIC_RAW (a trapped read costs microseconds, a real one tens
  * of nanoseconds, so the batch is long enough to tell them apart). */
@@ -111,21 +138,17 @@ double tickclock__measure_read_ns(uint64_t (*rd)(void)) {
   double best = 0;
   int batch, i;
   for (batch = 0; batch < 4; batch++) {
-    uint64_t t0 = tickclock__os_now_raw(), t1;
+    uint64_t t0 = tickclock__p_raw_ns(), t1;
     uint64_t sink = 0;
     double per;
     for (i = 0; i < 256; i++) sink += rd();
-    t1 = tickclock__os_now_raw();
+    t1 = tickclock__p_raw_ns();
     per = (double)(t1 - t0) / 256.0;
     if (batch == 0 || per < best) best = per;
     if (sink == 1) best += 0; /* keep the reads */
   }
   return best;
 }
-
-#if defined(TICKCLOCK__ARCH_COUNTER)
-static uint64_t tickclock__arch_read_fn(void) { return tickclock__arch_read(); }
-#endif
 
 /* The stated frequency of a non-x86 counter, each read the safest way:
  * a register the architecture defines, or a file the kernel publishes. */
@@ -210,44 +233,39 @@ void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev) {
   ev->arch_counter = TICKCLOCK__ARCH_COUNTER;
 #endif
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
-  tickclock_x86_decode(tickclock_cpuid_native, NULL, &ev->x86);
+  tickclock__p_cpuid_decode(&ev->x86);
 #endif
 
 #if defined(__linux__)
   ev->os_linux = 1;
-#if defined(PR_GET_TSC)
-  {
-    int mode = 0;
-    if (prctl(PR_GET_TSC, &mode, 0, 0, 0) == 0)
-      ev->tsc_prctl = mode == PR_TSC_SIGSEGV ? TICKCLOCK_PRCTL_SIGSEGV : TICKCLOCK_PRCTL_ENABLED;
-  }
-#endif
-  tickclock__read_sys_line("/sys/devices/system/clocksource/clocksource0/current_clocksource",
-                           ev->clocksource, sizeof ev->clocksource, &ev->clocksource_known);
-  tickclock__read_sys_line("/sys/devices/system/clocksource/clocksource0/available_clocksource",
-                           ev->available_clocksource, sizeof ev->available_clocksource,
-                           &ev->available_known);
-#if defined(TICKCLOCK__HAVE_PERF)
+  ev->tsc_prctl = tickclock__p_prctl_get_tsc();
+  ev->clocksource_known = tickclock__p_read_line(
+      "/sys/devices/system/clocksource/clocksource0/current_clocksource", ev->clocksource,
+      sizeof ev->clocksource);
+  ev->available_known = tickclock__p_read_line(
+      "/sys/devices/system/clocksource/clocksource0/available_clocksource",
+      ev->available_clocksource, sizeof ev->available_clocksource);
+#if defined(__x86_64__) || defined(__i386__)
   /* ~100 us (a syscall, an mmap): only where the page can hold a TSC
    * conversion, i.e. when the kernel's clock runs on the TSC (with a
    * paravirtual or fallback clocksource cap_user_time is 0). */
   if (ev->arch_counter == TICKCLOCK_SOURCE_TSC && ev->clocksource_known &&
       strcmp(ev->clocksource, "tsc") == 0)
-    tickclock__read_perf_page(&ev->perf);
+    tickclock__p_perf_page(&ev->perf);
 #endif
 #endif
 
-  env = tickclock__secure_getenv("TICKCLOCK_SOURCE");
+  env = tickclock__p_getenv("TICKCLOCK_SOURCE");
   if (env != NULL) {
     ev->have_env = 1;
     tickclock__strlcpy(ev->env_value, env, sizeof ev->env_value);
   }
 
   ev->os_resolution_ns = tickclock__os_resolution_ns();
-  ev->os_read_ns = tickclock__measure_read_ns(tickclock__os_read);
+  ev->os_read_ns = tickclock__measure_read_ns(tickclock__p_os_ns);
 #if defined(TICKCLOCK__ARCH_COUNTER)
   if (tickclock__counter_executable(ev, dummy, sizeof dummy))
-    ev->counter_read_ns = tickclock__measure_read_ns(tickclock__arch_read_fn);
+    ev->counter_read_ns = tickclock__measure_read_ns(tickclock__p_counter);
 #else
   (void)dummy;
 #endif

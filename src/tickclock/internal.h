@@ -173,6 +173,9 @@ typedef struct tickclock_perf_page {
  * calibration by more than TICKCLOCK_AGREE_PPM plus the calibration's own
  * uncertainty and the source's quantisation. */
 #define TICKCLOCK_AGREE_PPM 25.0
+/* An automatic choice refuses the counter when the calibration's own bound
+ * exceeds this (see decide.c, policy 5). */
+#define TICKCLOCK_CAL_MAX_UNCERTAINTY_PPM 2000.0
 
 typedef struct tickclock_evidence {
   int arch_counter;            /* the ISA's counter source, 0 if none */
@@ -213,6 +216,57 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out);
 
 /* Can the arch counter be read without trapping? (pure; reason in why) */
 int tickclock__counter_executable(const tickclock_evidence *ev, char *why, size_t n);
+
+/* ---- the platform: everything the gatherer asks the outside world ------
+ * Tests install a fake (tickclock__set_platform) to replay per-CPU offsets,
+ * jumps, wrap, clocksource flips, denied syscalls, trapped reads; a NULL
+ * member (or no platform at all) means the native one. Only initialisation,
+ * calibration and tickclock_revalidate() go through it: the inline read
+ * path never does, except in a test-only build of the core compiled with
+ * -DTICKCLOCK_TEST_FAKE_COUNTER, where tickclock__arch_read() calls
+ * counter(). */
+typedef struct tickclock_platform {
+  void *ctx;
+  tickclock_cpuid_fn cpuid;  /* CPUID (ctx passed) */
+  /* The first line of a /sys or /proc file, trailing newline/blanks
+   * removed, into buf; returns 1 if a non-empty line was read, 0 if the
+   * file is missing or unreadable. */
+  int (*read_line)(void *ctx, const char *path, char *buf, size_t n);
+  /* prctl(PR_GET_TSC): TICKCLOCK_PRCTL_* */
+  int (*prctl_get_tsc)(void *ctx);
+  /* Fills the perf_event mmap page evidence (attempted/ok/err/...). */
+  void (*perf_page)(void *ctx, tickclock_perf_page *pp);
+  uint64_t (*counter)(void *ctx);          /* the arch counter */
+  uint64_t (*counter_ordered)(void *ctx);  /* ... not before earlier loads */
+  uint64_t (*raw_ns)(void *ctx);           /* CLOCK_MONOTONIC_RAW */
+  uint64_t (*os_ns)(void *ctx);            /* the OS clock's ticks (CLOCK_MONOTONIC) */
+  void (*sleep_ns)(void *ctx, uint64_t ns);
+  const char *(*getenv)(void *ctx, const char *name); /* already secure */
+} tickclock_platform;
+
+/* NULL restores the native platform. Not thread-safe: call before any
+ * thread uses the library (tests only). */
+void tickclock__set_platform(const tickclock_platform *p);
+int tickclock__p_read_line(const char *path, char *buf, size_t n);
+int tickclock__p_prctl_get_tsc(void);
+void tickclock__p_perf_page(tickclock_perf_page *pp);
+void tickclock__p_cpuid_decode(tickclock_x86_facts *out);
+uint64_t tickclock__p_counter(void);
+uint64_t tickclock__p_counter_ordered(void);
+uint64_t tickclock__p_raw_ns(void);
+uint64_t tickclock__p_os_ns(void);
+void tickclock__p_sleep_ns(uint64_t ns);
+const char *tickclock__p_getenv(const char *name);
+/* Native pieces (evidence.c) the platform falls back to. */
+int tickclock__native_read_line(const char *path, char *buf, size_t n);
+int tickclock__native_prctl_get_tsc(void);
+void tickclock__native_perf_page(tickclock_perf_page *pp);
+
+/* Revalidation (init.c): the drift bound, ppm of the elapsed time plus an
+ * absolute allowance, and the shortest interval it is judged over. */
+#define TICKCLOCK_REVALIDATE_DRIFT_PPM 500.0
+#define TICKCLOCK_REVALIDATE_DRIFT_ABS_NS 200000.0
+#define TICKCLOCK_REVALIDATE_MIN_NS UINT64_C(10000000)
 
 /* Impure gathering. */
 void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev);

@@ -205,6 +205,13 @@ typedef struct tickclock_info {
    * either is unavailable */
   double freq_disagreement_ppm[TICKCLOCK_MAX_FREQS][TICKCLOCK_MAX_FREQS];
   double max_disagreement_ppm; /* largest |entry| above, 0 with < 2 sources */
+  /* Added with run-time re-validation (tickclock_revalidate): */
+  uint64_t os_offset;       /* added to every OS-clock reading (ticks of the OS
+                               source) so that readings after a switch away
+                               from the counter never step backwards; 0 unless
+                               revalidated is set */
+  int revalidated;          /* 1: this state replaced a counter that failed
+                               re-validation (why says which check) */
 } tickclock_info;
 
 const char *tickclock_source_name(int source);
@@ -219,6 +226,40 @@ int tickclock_source_from_name(const char *name);
  * TICKCLOCK_EUNAVAILABLE (forced source unusable; automatic choice made). */
 int tickclock_init(const tickclock_config *cfg);
 
+/* Run-time re-validation. While the arch counter is in use, checks that
+ *  - the kernel still uses the clocksource it used at initialisation
+ *    (Linux: current_clocksource; e.g. the watchdog switched tsc -> hpet),
+ *  - the counter has not drifted from CLOCK_MONOTONIC_RAW since
+ *    initialisation by more than TICKCLOCK_REVALIDATE_DRIFT_PPM (500 ppm)
+ *    of the elapsed time plus 200 us (a backward step, a suspend-sized
+ *    forward jump, a wrong frequency, a migration to a CPU whose TSC is
+ *    offset),
+ *  - RDTSC was not disabled with prctl(PR_SET_TSC, PR_TSC_SIGSEGV) for the
+ *    calling thread (the flag is per thread: other threads' settings are
+ *    invisible here),
+ * and if any fails switches every thread to the OS clock atomically:
+ * a new state is published, then the source. Guarantee: for a counter
+ * reading c whose read executed before the switch (more precisely: not
+ * after the switching thread's own counter read) and any OS reading o
+ * taken after the switch, tickclock_to_ns(o) under the new state >=
+ * tickclock_to_ns(c) under the old state (the new state's os_offset makes
+ * it so). Limits: raw ticks taken before the switch stay in the old unit
+ * (pass them to tickclock_delta_ns/to_ns before the switch, or not at
+ * all); a reader preempted between loading the source and executing the
+ * read may produce one counter reading after the switch; a counter that
+ * already went backwards is caught but readings it gave before the check
+ * are not corrected. Returns 0 if the current source is kept (or is not
+ * the counter), 1 if it switched to the OS clock. Never called from
+ * tickclock_now(); costs a few microseconds (sysfs read, prctl, two
+ * clock reads). */
+#define TICKCLOCK_SWITCHED 1
+int tickclock_revalidate(void);
+/* Opt-in periodic re-validation: at most every ms milliseconds, piggybacked
+ * on tickclock_to_ns() (one relaxed load and compare of its argument with
+ * a deadline in counter ticks) and tickclock_info_get(); never on
+ * tickclock_now(). 0 turns it off (the default). */
+void tickclock_revalidate_every(uint32_t ms);
+
 /* Provenance of the current choice; initialises on first use. The pointer
  * stays valid for the life of the process (it is overwritten only after 16
  * further tickclock_init calls). */
@@ -231,6 +272,10 @@ const tickclock_info *tickclock_info_get(void);
  * with release ordering before tickclock__g_source. */
 extern TICKCLOCK__SHARED int tickclock__g_source;
 extern const tickclock_info *TICKCLOCK__SHARED tickclock__g_state;
+/* Counter tick at which tickclock_to_ns runs the periodic re-validation;
+ * UINT64_MAX when off. */
+extern TICKCLOCK__SHARED uint64_t tickclock__g_reval_deadline;
+void tickclock__revalidate_due(uint64_t ticks);
 uint64_t tickclock__now_slow(void);
 uint64_t tickclock__now_ordered_slow(void);
 const tickclock_info *tickclock__state_slow(void);
@@ -255,6 +300,23 @@ const tickclock_info *tickclock__state_slow(void);
 #include "arch/riscv64.h"
 #else
 #include "arch/os_only.h"
+#endif
+
+/* Test-only build of the core: the counter read goes through the fake
+ * platform (internal.h). Never defined in a normal build. */
+#if defined(TICKCLOCK_TEST_FAKE_COUNTER) && defined(TICKCLOCK__ARCH_COUNTER)
+#ifdef __cplusplus
+extern "C" {
+#endif
+uint64_t tickclock__platform_read(void);
+uint64_t tickclock__platform_read_ordered(void);
+#ifdef __cplusplus
+}
+#endif
+#undef tickclock__arch_read
+#undef tickclock__arch_read_ordered
+#define tickclock__arch_read tickclock__platform_read
+#define tickclock__arch_read_ordered tickclock__platform_read_ordered
 #endif
 
 #ifdef __cplusplus
@@ -290,6 +352,8 @@ TICKCLOCK__INLINE const tickclock_info *tickclock__state(void) {
 TICKCLOCK__INLINE uint64_t tickclock_to_ns(uint64_t ticks) {
   const tickclock_info *s = tickclock__state();
   if (s->source == TICKCLOCK_SOURCE_SYSTEM) return ticks;
+  if (TICKCLOCK__UNLIKELY(ticks >= TICKCLOCK__LOAD_RELAXED(&tickclock__g_reval_deadline)))
+    tickclock__revalidate_due(ticks);
   return tickclock_conv_ticks_to_ns(&s->conv, ticks);
 }
 

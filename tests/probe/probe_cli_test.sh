@@ -64,6 +64,32 @@ check "unwritable fixture" bad validate --seconds 0.1 --fixture-out /nonexistent
 check "unknown validate source" bad validate --source sundial
 check "report flag" bad --frobnicate
 
+# bad fixture files: one line naming FILE:LINE, exit 2, nothing on stdout
+bad_at() { # where, args...
+  local where=$1
+  shift
+  "$P" "$@" > "$tmp/out" 2> "$tmp/err"
+  local rc=$?
+  [[ $rc -eq 2 && $(wc -l < "$tmp/err") -eq 1 && ! -s "$tmp/out" ]] && grep -qF "$where" "$tmp/err"
+}
+printf '00000000 00000000 0000000d 756e6547 6c65746e 49656e69\nnot a leaf line\n' > "$tmp/bad1.cpuid"
+check "cpuid --file malformed line" bad_at "bad1.cpuid:2:" cpuid --file "$tmp/bad1.cpuid"
+printf '00000000 00000000 0000000d 756e6547 6c65746e\n' > "$tmp/bad2.cpuid"
+check "cpuid --file short line" bad_at "bad2.cpuid:1:" cpuid --file "$tmp/bad2.cpuid"
+printf '00000000 00000000 0000000d 756e6547 6c65746e 49656e6g\n' > "$tmp/bad3.cpuid"
+check "cpuid --file non-hex" bad_at "bad3.cpuid:1:" cpuid --file "$tmp/bad3.cpuid" --json
+head -c 3000 /dev/urandom > "$tmp/bad4.cpuid"
+check "cpuid --file binary junk" bad_at "bad4.cpuid:" cpuid --file "$tmp/bad4.cpuid"
+check "cpuid --file missing" bad_at "/nonexistent/x.cpuid" cpuid --file /nonexistent/x.cpuid
+check "cpuid --file without value" bad cpuid --file
+
+# bad environment: TICKCLOCK_SOURCE not a source name
+for v in sundial TSC " tsc" "" "tsc,system" "$(printf 'x%.0s' {1..100})"; do
+  check "TICKCLOCK_SOURCE='${v:0:12}' report" env TICKCLOCK_SOURCE="$v" bash -c '"$0" > "$1/out" 2> "$1/err"; rc=$?; [[ $rc -eq 2 && $(wc -l < "$1/err") -eq 1 && ! -s "$1/out" ]] && grep -q "TICKCLOCK_SOURCE" "$1/err"' "$P" "$tmp"
+  check "TICKCLOCK_SOURCE='${v:0:12}' timing" env TICKCLOCK_SOURCE="$v" bash -c '"$0" timing --seconds 0.1 > /dev/null 2> "$1/err"; [[ $? -eq 2 ]] && grep -q "TICKCLOCK_SOURCE" "$1/err"' "$P" "$tmp"
+done
+check "TICKCLOCK_SOURCE=auto accepted" env TICKCLOCK_SOURCE=auto "$P" --json > "$tmp/out"
+
 echo
 if [[ $fail -ne 0 ]]; then echo "probe_cli_test: FAILED"; exit 1; fi
 echo "probe_cli_test: all passed"

@@ -1,0 +1,245 @@
+// Scenarios on the deterministic fake platform (fake_platform.h), with the
+// core compiled into this test with -DTICKCLOCK_TEST_FAKE_COUNTER so that
+// tickclock_now() reads the fake TSC. Each asserts documented behaviour:
+// per-CPU offsets, backward and suspend-sized jumps, a clocksource flip,
+// RDTSC disabled after init, wrap at 2^64, trapped (slow) reads.
+#include <string.h>
+
+#include <string>
+
+#include "doctest/doctest.h"
+#include "fake_platform.h"
+
+namespace {
+struct Installed {
+  FakeWorld w;
+  tickclock_platform p;
+  Installed() { p = fake::full(&w); }
+  const tickclock_info *init() {
+    tickclock__set_platform(&p);
+    tickclock_revalidate_every(0);
+    REQUIRE(tickclock_init(NULL) == TICKCLOCK_OK);
+    return tickclock_info_get();
+  }
+  ~Installed() { tickclock__set_platform(NULL); }
+};
+
+const tickclock_candidate *cand(const tickclock_info *i, int src) {
+  for (unsigned k = 0; k < i->n_candidates; k++)
+    if (i->candidates[k].source == src) return &i->candidates[k];
+  return nullptr;
+}
+
+bool has(const char *s, const char *sub) { return strstr(s, sub) != nullptr; }
+}  // namespace
+
+TEST_CASE("baseline: the fake TSC is chosen and calibrated exactly enough") {
+  Installed f;
+  const tickclock_info *i = f.init();
+  INFO(i->why);
+  REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+  CHECK(i->hz == doctest::Approx(2.5e9).epsilon(1e-5));
+  CHECK(tickclock_revalidate() == 0);
+  uint64_t a = tickclock_now();
+  f.w.now_ns += 1000000;  // 1 ms
+  uint64_t b = tickclock_now();
+  CHECK(tickclock_delta_ns(a, b) == doctest::Approx(1000010).epsilon(1e-4));
+}
+
+TEST_CASE("slow (trapped) counter reads are refused by the read-cost check") {
+  Installed f;
+  f.w.read_cost_ns = 3000;  // a trapping hypervisor: microseconds per RDTSC
+  const tickclock_info *i = f.init();
+  CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
+  const tickclock_candidate *t = cand(i, TICKCLOCK_SOURCE_TSC);
+  REQUIRE(t != nullptr);
+  INFO(t->reason);
+  CHECK(has(t->reason, "costs"));
+}
+
+TEST_CASE("per-CPU TSC offsets (warp): refused at init or caught by re-validation") {
+  SUBCASE("reads alternate with a CPU 1 ms behind: calibration brackets too wide, refused") {
+    Installed f;
+    f.w.cpu_offset[1] = -2500000;  // 1 ms behind
+    f.w.migrate_every_read = 1;
+    const tickclock_info *i = f.init();
+    INFO(i->why);
+    CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
+    CHECK(has(cand(i, TICKCLOCK_SOURCE_TSC)->reason, "brackets too wide"));
+  }
+  SUBCASE("migrating later to a CPU 1 ms ahead: re-validation switches") {
+    Installed f;
+    const tickclock_info *i = f.init();
+    REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+    uint64_t before = tickclock_to_ns(tickclock_now());
+    f.w.cpu_offset[1] = 2500000;
+    f.w.cpu = 1;
+    f.w.now_ns += 50000000;
+    CHECK(tickclock_revalidate() == TICKCLOCK_SWITCHED);
+    i = tickclock_info_get();
+    CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
+    CHECK(i->revalidated == 1);
+    CHECK(has(i->why, "drifted"));
+    CHECK(tickclock_to_ns(tickclock_now()) >= before);
+  }
+}
+
+TEST_CASE("a backward jump is caught; no backward step across the switch") {
+  Installed f;
+  const tickclock_info *i = f.init();
+  REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+  f.w.now_ns += 20000000;
+  uint64_t last = tickclock_to_ns(tickclock_now());
+  CHECK(tickclock_revalidate() == 0);  // records the highest counter seen
+  f.w.offset -= (int64_t)2500000000ll;  // 1 s back
+  f.w.now_ns += 1000000;
+  CHECK(tickclock_revalidate() == TICKCLOCK_SWITCHED);
+  i = tickclock_info_get();
+  INFO(i->why);
+  CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
+  CHECK(has(i->why, "drifted"));
+  uint64_t after = tickclock_to_ns(tickclock_now());
+  CHECK(after >= last);
+  CHECK(tickclock_to_ns(tickclock_now()) >= after);  // and it keeps counting
+}
+
+TEST_CASE("a suspend-sized forward jump (1 hour) is caught and readings stay monotonic") {
+  Installed f;
+  const tickclock_info *i = f.init();
+  REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+  f.w.offset += (int64_t)(3600ll * 2500000000ll);
+  f.w.now_ns += 1000000;
+  uint64_t jumped = tickclock_to_ns(tickclock_now());  // already in the future
+  CHECK(tickclock_revalidate() == TICKCLOCK_SWITCHED);
+  i = tickclock_info_get();
+  CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
+  CHECK(i->os_offset > UINT64_C(3599000000000));
+  CHECK(tickclock_to_ns(tickclock_now()) >= jumped);
+}
+
+TEST_CASE("clocksource flip tsc -> hpet: explicit and periodic re-validation switch") {
+  SUBCASE("explicit") {
+    Installed f;
+    const tickclock_info *i = f.init();
+    REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+    CHECK(tickclock_revalidate() == 0);
+    uint64_t before = tickclock_to_ns(tickclock_now());
+    f.w.clocksource = "hpet";
+    CHECK(tickclock_revalidate() == TICKCLOCK_SWITCHED);
+    i = tickclock_info_get();
+    INFO(i->why);
+    CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
+    CHECK(has(i->why, "'hpet'"));
+    CHECK(tickclock_to_ns(tickclock_now()) >= before);
+    CHECK(tickclock_revalidate() == 0);  // nothing left to check
+  }
+  SUBCASE("periodic, piggybacked on tickclock_to_ns, never on tickclock_now") {
+    Installed f;
+    const tickclock_info *i = f.init();
+    REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+    tickclock_revalidate_every(10);
+    f.w.clocksource = "hpet";
+    f.w.now_ns += 5000000;  // 5 ms: not due
+    uint64_t t = tickclock_now();
+    CHECK(tickclock_to_ns(t) > 0);
+    CHECK(tickclock_info_get()->source == TICKCLOCK_SOURCE_TSC);
+    f.w.now_ns += 10000000;  // 15 ms: due
+    t = tickclock_now();
+    CHECK(tickclock__g_source == TICKCLOCK_SOURCE_TSC);  // tickclock_now checks nothing
+    uint64_t ns = tickclock_to_ns(t);                    // this call re-validates
+    CHECK(tickclock__g_source == TICKCLOCK_SOURCE_SYSTEM);
+    CHECK(tickclock_to_ns(tickclock_now()) >= ns);
+    tickclock_revalidate_every(0);
+  }
+}
+
+TEST_CASE("RDTSC disabled (PR_SET_TSC) after init: re-validation switches before a read traps") {
+  Installed f;
+  const tickclock_info *i = f.init();
+  REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+  f.w.prctl_mode = TICKCLOCK_PRCTL_SIGSEGV;
+  uint64_t reads = f.w.counter_reads;
+  CHECK(tickclock_revalidate() == TICKCLOCK_SWITCHED);
+  i = tickclock_info_get();
+  CHECK(has(i->why, "PR_SET_TSC"));
+  // from here on no fake counter read happens (a real one would trap)
+  uint64_t reads_at_switch = f.w.counter_reads;
+  CHECK(reads_at_switch - reads <= 2);  // the switch's own reads, before publishing
+  (void)tickclock_now();
+  (void)tickclock_now_ordered();
+  CHECK(f.w.counter_reads == reads_at_switch);
+}
+
+TEST_CASE("RDTSC disabled before init: the OS clock, the reason says PR_SET_TSC") {
+  Installed f;
+  f.w.prctl_mode = TICKCLOCK_PRCTL_SIGSEGV;
+  const tickclock_info *i = f.init();
+  CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
+  const tickclock_candidate *t = cand(i, TICKCLOCK_SOURCE_TSC);
+  REQUIRE(t != nullptr);
+  CHECK(has(t->reason, "PR_SET_TSC"));
+  CHECK(f.w.counter_reads == 0);  // never executed
+}
+
+TEST_CASE("counter wrap at 2^64: deltas across the wrap are right, no false re-validation") {
+  Installed f;
+  f.w.base = UINT64_MAX - UINT64_C(2500000000) * 10 - f.w.ticks_at(f.w.now_ns);  // wraps in ~10 s
+  const tickclock_info *i = f.init();
+  REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+  uint64_t to_wrap = UINT64_MAX - f.w.ticks_at(f.w.now_ns);  // ticks
+  f.w.now_ns += to_wrap / 5 * 2 - 1000000;                   // 1 ms before the wrap
+  CHECK(tickclock_revalidate() == 0);
+  uint64_t a = tickclock_now();
+  f.w.now_ns += UINT64_C(2000000);  // 2 ms, across the wrap
+  uint64_t b = tickclock_now();
+  REQUIRE(b < a);  // it did wrap
+  CHECK(tickclock_delta_ns(a, b) == doctest::Approx(2000010).epsilon(1e-4));
+  CHECK(tickclock_delta_ns(b, a) == -tickclock_delta_ns(a, b));
+  CHECK(tickclock_revalidate() == 0);
+}
+
+TEST_CASE("sysfs missing / clocksource not tsc / garbage CPUID: the OS clock, with the reason") {
+  SUBCASE("sysfs missing") {
+    Installed f;
+    f.w.sysfs_missing = 1;
+    const tickclock_info *i = f.init();
+    CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
+    CHECK(has(cand(i, TICKCLOCK_SOURCE_TSC)->reason, "current_clocksource"));
+  }
+  SUBCASE("clocksource hpet") {
+    Installed f;
+    f.w.clocksource = "hpet";
+    const tickclock_info *i = f.init();
+    CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
+    CHECK(has(cand(i, TICKCLOCK_SOURCE_TSC)->reason, "'hpet'"));
+  }
+  SUBCASE("hypervisor leaves full of garbage") {
+    Installed f;
+    f.w.hypervisor = 1;
+    f.w.garbage_hv = 1;
+    const tickclock_info *i = f.init();
+    CHECK(i->source >= TICKCLOCK_SOURCE_SYSTEM);  // a decision, no crash
+    CHECK(i->n_candidates >= 2);
+  }
+  SUBCASE("leaves past the maxima return garbage; 0x80000007 out of range") {
+    Installed f;
+    f.w.max_ext = 0x80000004u;
+    f.w.garbage_past_max = 1;
+    const tickclock_info *i = f.init();
+    CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
+    CHECK(has(cand(i, TICKCLOCK_SOURCE_TSC)->reason, "beyond the maximum extended leaf"));
+  }
+  SUBCASE("RDTSCP absent changes nothing (the library never executes it)") {
+    Installed f;
+    f.w.rdtscp = 0;
+    const tickclock_info *i = f.init();
+    CHECK(i->source == TICKCLOCK_SOURCE_TSC);
+  }
+  SUBCASE("perf_event_open denied: calibration is the frequency") {
+    Installed f;
+    f.w.perf_errno = 13;
+    const tickclock_info *i = f.init();
+    CHECK(i->source == TICKCLOCK_SOURCE_TSC);
+    CHECK(i->freq_method == TICKCLOCK_FREQ_CALIBRATED);
+  }
+}
