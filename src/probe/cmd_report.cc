@@ -17,16 +17,11 @@ namespace tickclock_probe {
 
 int cmd_report(int argc, char **argv) {
   bool json = false;
-  Args a(argc, argv);
-  while (!a.done()) {
-    std::string v;
-    bool hv;
-    std::string opt = split_opt(a.next(), &v, &hv);
-    if (opt == "--json" && !hv)
-      json = true;
-    else
-      throw UsageError{"unknown option '" + opt + "' (expected --json, or a subcommand: try --help)"};
-  }
+  parse_options(argc, argv, "--json, or a subcommand: try --help", [&](const Option &o) {
+    if (!o.is_flag("--json")) return false;
+    json = true;
+    return true;
+  });
   const tickclock_info *i = tickclock_info_get();
   tickclock_evidence ev;
   tickclock__gather(nullptr, &ev);

@@ -224,23 +224,15 @@ int cmd_timing(int argc, char **argv) {
   double seconds = 1.0;
   std::string source = "all", svg;
   bool json = false;
-  Args a(argc, argv);
-  while (!a.done()) {
-    std::string v;
-    bool hv;
-    std::string opt = split_opt(a.next(), &v, &hv);
-    if (opt == "--seconds")
-      seconds = parse_seconds(opt, a.value(opt, v, hv), 600);
-    else if (opt == "--source")
-      source = a.value(opt, v, hv);
-    else if (opt == "--svg" || opt == "--html")
-      svg = a.value(opt, v, hv);
-    else if (opt == "--json" && !hv)
-      json = true;
-    else
-      throw UsageError{"unknown option '" + opt + "' (expected --seconds S, --source NAME|all, "
-                       "--json, --svg FILE)"};
-  }
+  parse_options(argc, argv, "--seconds S, --source NAME|all, --json, --svg FILE",
+                [&](const Option &o) {
+                  if (o.name == "--seconds") seconds = parse_seconds(o.name, o.value(), 600);
+                  else if (o.name == "--source") source = o.value();
+                  else if (o.name == "--svg" || o.name == "--html") svg = o.value();
+                  else if (o.is_flag("--json")) json = true;
+                  else return false;
+                  return true;
+                });
   std::vector<Reader> readers = all_readers();
   std::vector<const Reader *> chosen;
   std::string names;

@@ -59,32 +59,16 @@ int cmd_validate(int argc, char **argv) {
   double seconds = 2.0;
   std::string fixture_out, source;
   bool json = false;
-  Args a(argc, argv);
-  while (!a.done()) {
-    std::string v;
-    bool hv;
-    std::string opt = split_opt(a.next(), &v, &hv);
-    if (opt == "--seconds")
-      seconds = parse_seconds(opt, a.value(opt, v, hv), 600);
-    else if (opt == "--fixture-out")
-      fixture_out = a.value(opt, v, hv);
-    else if (opt == "--source")
-      source = a.value(opt, v, hv);
-    else if (opt == "--json" && !hv)
-      json = true;
-    else
-      throw UsageError{"unknown option '" + opt +
-                       "' (expected --seconds S, --source NAME, --fixture-out FILE, --json)"};
-  }
-  // the source under test
-  if (!source.empty()) {
-    int s = tickclock_source_from_name(source.c_str());
-    if (s < 0) throw UsageError{"--source: unknown source '" + source + "'"};
-    tickclock_config cfg = {s, 0, 0};
-    if (tickclock_init(&cfg) != TICKCLOCK_OK)
-      throw UsageError{"--source " + source + ": not usable here: " +
-                       tickclock_info_get()->why};
-  }
+  parse_options(argc, argv, "--seconds S, --source NAME, --fixture-out FILE, --json",
+                [&](const Option &o) {
+                  if (o.name == "--seconds") seconds = parse_seconds(o.name, o.value(), 600);
+                  else if (o.name == "--fixture-out") fixture_out = o.value();
+                  else if (o.name == "--source") source = o.value();
+                  else if (o.is_flag("--json")) json = true;
+                  else return false;
+                  return true;
+                });
+  if (!source.empty()) force_source(source);  // the source under test
   FILE *fx = nullptr;
   if (!fixture_out.empty()) {
     fx = std::fopen(fixture_out.c_str(), "w");

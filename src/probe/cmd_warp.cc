@@ -22,27 +22,14 @@ int cmd_warp(int argc, char **argv) {
   double seconds = 2.0;
   std::string source;
   bool json = false;
-  Args a(argc, argv);
-  while (!a.done()) {
-    std::string v;
-    bool hv;
-    std::string opt = split_opt(a.next(), &v, &hv);
-    if (opt == "--seconds")
-      seconds = parse_seconds(opt, a.value(opt, v, hv), 600);
-    else if (opt == "--source")
-      source = a.value(opt, v, hv);
-    else if (opt == "--json" && !hv)
-      json = true;
-    else
-      throw UsageError{"unknown option '" + opt + "' (expected --seconds S, --source NAME, --json)"};
-  }
-  if (!source.empty()) {
-    int s = tickclock_source_from_name(source.c_str());
-    if (s < 0) throw UsageError{"--source: unknown source '" + source + "'"};
-    tickclock_config cfg = {s, 0, 0};
-    if (tickclock_init(&cfg) != TICKCLOCK_OK)
-      throw UsageError{"--source " + source + ": not usable here: " + tickclock_info_get()->why};
-  }
+  parse_options(argc, argv, "--seconds S, --source NAME, --json", [&](const Option &o) {
+    if (o.name == "--seconds") seconds = parse_seconds(o.name, o.value(), 600);
+    else if (o.name == "--source") source = o.value();
+    else if (o.is_flag("--json")) json = true;
+    else return false;
+    return true;
+  });
+  if (!source.empty()) force_source(source);
   install_sigint();
   const tickclock_info *info = tickclock_info_get();
   std::vector<WarpPair> w = warp_test(rd_ordered, seconds);

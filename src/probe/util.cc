@@ -43,6 +43,14 @@ double parse_seconds(const std::string &opt, const std::string &v, double max_s)
   return s;
 }
 
+void force_source(const std::string &name) {
+  int s = tickclock_source_from_name(name.c_str());
+  if (s < 0) throw UsageError{"--source: unknown source '" + name + "'"};
+  tickclock_config cfg = {s, 0, 0};
+  if (tickclock_init(&cfg) != TICKCLOCK_OK)
+    throw UsageError{"--source " + name + ": not usable here: " + tickclock_info_get()->why};
+}
+
 namespace {
 volatile std::sig_atomic_t g_interrupted = 0;
 void on_sigint(int) { g_interrupted = 1; }

@@ -33,6 +33,34 @@ struct Args {
 
 // Splits "--name=value"; returns the name, sets value/has_value.
 std::string split_opt(const std::string &arg, std::string *value, bool *has_value);
+
+// Calls on(opt, value) for every option of a subcommand; value() fetches
+// the option's argument ("--seconds 3" or "--seconds=3") or throws, and
+// has_value says whether one was given inline. on() returns false for an
+// option it does not know; the error then lists `expected`.
+struct Option {
+  std::string name;
+  Args *args;
+  std::string inline_value;
+  bool has_value;
+  std::string value() const { return args->value(name, inline_value, has_value); }
+  bool is_flag(const char *flag) const { return name == flag && !has_value; }
+};
+template <typename F>
+void parse_options(int argc, char **argv, const char *expected, F on) {
+  Args a(argc, argv);
+  while (!a.done()) {
+    Option o;
+    o.args = &a;
+    o.name = split_opt(a.next(), &o.inline_value, &o.has_value);
+    if (!on(o)) throw UsageError{"unknown option '" + o.name + "' (expected " + expected + ")"};
+  }
+}
+
+// --source NAME for validate/warp: re-initialises tickclock with that
+// source forced, or throws a UsageError saying why it cannot be used here.
+void force_source(const std::string &name);
+
 double parse_seconds(const std::string &opt, const std::string &v, double max_s);
 
 // ---- Ctrl-C ------------------------------------------------------------------

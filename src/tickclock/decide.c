@@ -624,24 +624,20 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
     if (forced && trusted == TICKCLOCK__TRUST_NO)
       tickclock__fmt(cnt->reason, sizeof cnt->reason, "forced by %s although %s",
                forced == 1 ? "tickclock_config" : "TICKCLOCK_SOURCE", trust_why);
-    else if (ev->counter_read_ns <= 0)
-      tickclock__fmt(cnt->reason, sizeof cnt->reason,
-               "%s%s, read cost not measured, %.6f MHz from %s",
-               forced ? "forced; " : "",
-               ev->arch_counter != TICKCLOCK_SOURCE_TSC ? "counter trusted"
-               : trusted == TICKCLOCK__TRUST_IF_HV_AGREES
-                   ? "invariant TSC, offered by the kernel, hypervisor frequency agrees"
-               : ev->os_linux ? "invariant TSC, clocksource tsc" : "invariant TSC",
-               out->hz / 1e6, fc->name);
-    else
-      tickclock__fmt(cnt->reason, sizeof cnt->reason,
-               "%s%s, %.1f ns per read, %.6f MHz from %s",
-               forced ? "forced; " : "",
-               ev->arch_counter != TICKCLOCK_SOURCE_TSC ? "counter trusted"
-               : trusted == TICKCLOCK__TRUST_IF_HV_AGREES
-                   ? "invariant TSC, offered by the kernel, hypervisor frequency agrees"
-               : ev->os_linux ? "invariant TSC, clocksource tsc" : "invariant TSC",
-               ev->counter_read_ns, out->hz / 1e6, fc->name);
+    else {
+      const char *basis = ev->arch_counter != TICKCLOCK_SOURCE_TSC ? "counter trusted"
+                          : trusted == TICKCLOCK__TRUST_IF_HV_AGREES
+                              ? "invariant TSC, offered by the kernel, hypervisor frequency agrees"
+                          : ev->os_linux ? "invariant TSC, clocksource tsc"
+                                         : "invariant TSC";
+      char cost[48];
+      if (ev->counter_read_ns <= 0)
+        tickclock__strlcpy(cost, "read cost not measured", sizeof cost);
+      else
+        tickclock__fmt(cost, sizeof cost, "%.1f ns per read", ev->counter_read_ns);
+      tickclock__fmt(cnt->reason, sizeof cnt->reason, "%s%s, %s, %.6f MHz from %s",
+                     forced ? "forced; " : "", basis, cost, out->hz / 1e6, fc->name);
+    }
     tickclock__strlcpy(sys->reason, "not needed: the hardware counter is trusted and cheaper",
                        sizeof sys->reason);
     tickclock__fmt(out->why, sizeof out->why, "%s: %s", cname, cnt->reason);
