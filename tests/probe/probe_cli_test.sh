@@ -2,7 +2,11 @@
 # tickclock-probe end to end: every command runs, its --json parses and has
 # the keys DESIGN.md fixes, bad input gets one line on stderr and exit 2.
 set -uo pipefail
-P=$1
+# Under --config=<arch> the probe is a target binary and this script a host
+# one: the QEMU runner sets TICKCLOCK_RUNNER (toolchains/qemu/run.sh).
+read -r -a runner <<< "${TICKCLOCK_RUNNER:-}"
+probe_bin=$1
+P() { "${runner[@]}" "$probe_bin" "$@"; }
 fail=0
 tmp=${TEST_TMPDIR:-$(mktemp -d)}
 
@@ -22,34 +26,34 @@ PY
 }
 
 # the report
-"$P" --json > "$tmp/report.json"; rc=$?
+P --json > "$tmp/report.json"; rc=$?
 check "report exits 0" test $rc -eq 0
 check "report json keys" json_has "$tmp/report.json" \
   "d['source'] in ('tsc','system','cntvct','timebase','tod','rdtime','qpc') and set(d['frequency']) >= {'hz','num','den','method','uncertainty_ppm'} and all(set(c) >= {'source','usable','read_ns','reason'} for c in d['candidates']) and len(d['candidates']) >= 1"
-"$P" > "$tmp/report.txt"
+P > "$tmp/report.txt"
 check "report text names the source" grep -q "^  source " "$tmp/report.txt"
 
 # timing: short, one source and all
-"$P" timing --seconds 0.2 --source clock_gettime --json > "$tmp/timing.json"; rc=$?
+P timing --seconds 0.2 --source clock_gettime --json > "$tmp/timing.json"; rc=$?
 check "timing exits 0 or 1" test $rc -le 1
 check "timing json" json_has "$tmp/timing.json" \
   "d['sources'][0]['name']=='clock_gettime' and d['sources'][0]['loops']>0 and d['sources'][0]['loop_ns']>0 and sum(b['count'] for b in d['sources'][0]['histogram_log2'])>0"
-"$P" timing --seconds 0.1 --svg "$tmp/h.svg" > "$tmp/timing.txt"; rc=$?
+P timing --seconds 0.1 --svg "$tmp/h.svg" > "$tmp/timing.txt"; rc=$?
 check "timing all sources" test $rc -le 1
 check "timing svg written" grep -q "<svg" "$tmp/h.svg"
 check "timing text has a histogram" grep -q "histogram of timing durations" "$tmp/timing.txt"
 
 # validate and warp
-"$P" validate --seconds 0.5 --json --fixture-out "$tmp/fx.cpuid" > "$tmp/validate.json"; rc=$?
+P validate --seconds 0.5 --json --fixture-out "$tmp/fx.cpuid" > "$tmp/validate.json"; rc=$?
 check "validate exit is its verdict" json_has "$tmp/validate.json" \
   "(d['verdict']=='PASS') == ($rc==0) and {c['name'] for c in d['checks']} >= {'cpuid','clocksource','frequency','drift','monotonic','warp','read_cost'} and all(c['status'] in ('PASS','FAIL','SKIP') for c in d['checks'])"
 check "validate wrote a fixture" grep -q "^# expect.source: " "$tmp/fx.cpuid"
-"$P" warp --seconds 0.2 --json > "$tmp/warp.json"; rc=$?
+P warp --seconds 0.2 --json > "$tmp/warp.json"; rc=$?
 check "warp json" json_has "$tmp/warp.json" "'pairs' in d and d['backward'] == sum(p['backward'] for p in d['pairs'])"
 
 # bad input: one line on stderr, exit 2, nothing on stdout
 bad() { # args...
-  "$P" "$@" > "$tmp/out" 2> "$tmp/err"
+  P "$@" > "$tmp/out" 2> "$tmp/err"
   local rc=$?
   [[ $rc -eq 2 && $(wc -l < "$tmp/err") -eq 1 && ! -s "$tmp/out" ]] && grep -q "tickclock-probe" "$tmp/err"
 }
@@ -68,7 +72,7 @@ check "report flag" bad --frobnicate
 bad_at() { # where, args...
   local where=$1
   shift
-  "$P" "$@" > "$tmp/out" 2> "$tmp/err"
+  P "$@" > "$tmp/out" 2> "$tmp/err"
   local rc=$?
   [[ $rc -eq 2 && $(wc -l < "$tmp/err") -eq 1 && ! -s "$tmp/out" ]] && grep -qF "$where" "$tmp/err"
 }
@@ -84,11 +88,21 @@ check "cpuid --file missing" bad_at "/nonexistent/x.cpuid" cpuid --file /nonexis
 check "cpuid --file without value" bad cpuid --file
 
 # bad environment: TICKCLOCK_SOURCE not a source name
+bad_env_report() {
+  TICKCLOCK_SOURCE="$1" P > "$tmp/out" 2> "$tmp/err"
+  local rc=$?
+  [[ $rc -eq 2 && $(wc -l < "$tmp/err") -eq 1 && ! -s "$tmp/out" ]] && grep -q "TICKCLOCK_SOURCE" "$tmp/err"
+}
+bad_env_timing() {
+  TICKCLOCK_SOURCE="$1" P timing --seconds 0.1 > /dev/null 2> "$tmp/err"
+  [[ $? -eq 2 ]] && grep -q "TICKCLOCK_SOURCE" "$tmp/err"
+}
+env_auto() { TICKCLOCK_SOURCE=auto P --json > "$tmp/out"; }
 for v in sundial TSC " tsc" "" "tsc,system" "$(printf 'x%.0s' {1..100})"; do
-  check "TICKCLOCK_SOURCE='${v:0:12}' report" env TICKCLOCK_SOURCE="$v" bash -c '"$0" > "$1/out" 2> "$1/err"; rc=$?; [[ $rc -eq 2 && $(wc -l < "$1/err") -eq 1 && ! -s "$1/out" ]] && grep -q "TICKCLOCK_SOURCE" "$1/err"' "$P" "$tmp"
-  check "TICKCLOCK_SOURCE='${v:0:12}' timing" env TICKCLOCK_SOURCE="$v" bash -c '"$0" timing --seconds 0.1 > /dev/null 2> "$1/err"; [[ $? -eq 2 ]] && grep -q "TICKCLOCK_SOURCE" "$1/err"' "$P" "$tmp"
+  check "TICKCLOCK_SOURCE='${v:0:12}' report" bad_env_report "$v"
+  check "TICKCLOCK_SOURCE='${v:0:12}' timing" bad_env_timing "$v"
 done
-check "TICKCLOCK_SOURCE=auto accepted" env TICKCLOCK_SOURCE=auto "$P" --json > "$tmp/out"
+check "TICKCLOCK_SOURCE=auto accepted" env_auto
 
 echo
 if [[ $fail -ne 0 ]]; then echo "probe_cli_test: FAILED"; exit 1; fi
