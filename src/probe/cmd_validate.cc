@@ -40,17 +40,12 @@ uint64_t rd_ordered() { return tickclock_now_ordered(); }
 
 double ns_per_tick(const tickclock_info *i) { return 1e9 / i->hz; }
 
-// (counter, raw, counter) with the tightest bracket; returns the midpoint.
+// (counter, raw, counter) with the tightest bracket, as calibration takes it.
 void bracket(uint64_t *counter_mid, uint64_t *raw, uint64_t *width) {
-  *width = UINT64_MAX;
-  for (int k = 0; k < 16; k++) {
-    uint64_t c0 = tickclock_now_ordered(), r = mono_raw_ns(), c1 = tickclock_now_ordered();
-    if (c1 >= c0 && c1 - c0 < *width) {
-      *width = c1 - c0;
-      *counter_mid = c0 + (c1 - c0) / 2;
-      *raw = r;
-    }
-  }
+  tickclock__bracket b = tickclock__tightest_bracket(rd_ordered);
+  *counter_mid = b.mid;
+  *raw = b.ns;
+  *width = b.width;
 }
 
 }  // namespace

@@ -13,11 +13,7 @@
 
 #define TICKCLOCK__CAL_TRIES 16
 
-typedef struct tickclock__bracket {
-  uint64_t mid, ns, width;
-} tickclock__bracket;
-
-static tickclock__bracket tickclock__sample(uint64_t (*rd)(void)) {
+tickclock__bracket tickclock__tightest_bracket(uint64_t (*rd)(void)) {
   tickclock__bracket best;
   int i;
   best.width = UINT64_MAX;
@@ -43,14 +39,14 @@ int tickclock__calibrate(uint64_t (*rd)(void), uint32_t ms, tickclock_calibratio
   if (ms == 0) ms = 20;
   if (ms > 1000) ms = 1000;
   out->ok = 0;
-  a = tickclock__sample(rd);
+  a = tickclock__tightest_bracket(rd);
   target = a.ns + (uint64_t)ms * UINT64_C(1000000);
   /* sleep most of the interval, spin the last 300 us */
   now = tickclock__p_raw_ns();
   if (target > now + UINT64_C(300000)) tickclock__p_sleep_ns(target - now - UINT64_C(300000));
   while (tickclock__p_raw_ns() < target) {
   }
-  b = tickclock__sample(rd);
+  b = tickclock__tightest_bracket(rd);
   out->bracket_start = a.width;
   out->bracket_end = b.width;
   out->ticks = b.mid - a.mid;

@@ -272,6 +272,13 @@ void tickclock__native_perf_page(tickclock_perf_page *pp);
 void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev);
 int tickclock__calibrate(uint64_t (*read_ordered)(void), uint32_t ms,
                          tickclock_calibration *out);
+/* One calibration end: the tightest of 16 (counter, raw clock, counter)
+ * brackets. mid is the counter at the clock's instant to within width/2;
+ * width is UINT64_MAX when every try stepped backwards. */
+typedef struct tickclock__bracket {
+  uint64_t mid, ns, width;
+} tickclock__bracket;
+tickclock__bracket tickclock__tightest_bracket(uint64_t (*read_ordered)(void));
 uint64_t tickclock__os_now(void);      /* CLOCK_MONOTONIC (Windows: QPC) in ns */
 uint64_t tickclock__os_read(void);     /* the fallback source's raw ticks */
 uint64_t tickclock__qpc_hz(void);      /* QueryPerformanceFrequency; 0 off Windows */
