@@ -32,15 +32,10 @@ std::string hex8(uint32_t v) {
   return b;
 }
 
+// The first line of a /sys file, as the core's evidence gathering reads it.
 std::string read_line(const char *path) {
-  FILE *f = std::fopen(path, "r");
-  if (!f) return "";
-  char buf[256] = "";
-  if (!std::fgets(buf, sizeof buf, f)) buf[0] = '\0';
-  std::fclose(f);
-  std::string s = buf;
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
+  char buf[256];
+  return tickclock__p_read_line(path, buf, sizeof buf) ? std::string(buf) : std::string();
 }
 
 // Every leaf of this CPU worth keeping, ranges gated as the decoder does.
