@@ -61,7 +61,7 @@ ARCHS = [
     ("mips64el", "mips64el-linux-gnuabi64"),
 ]
 # x86 CPU models under qemu-x86_64 -cpu (issue 4). A cell runs with
-# --config=cpu-<slug> when .bazelrc has it, else with --config=qemu-x86_64
+# --config=cpu-<slug> when .bazelrc has it, else with --config=x86_64_qemu
 # --test_env=QEMU_CPU=<model> (qemu-user reads QEMU_CPU as its -cpu).
 CPU_MODELS = [
     "qemu64",
@@ -184,6 +184,10 @@ def compiler_version(path):
 
 
 TIERS = [
+    # a check our shell tests report as failed ("FAIL <what>: <why>"); before
+    # the patterns below, which also match the program output those tests
+    # print on purpose ("expected timing, validate, ..." on bad input)
+    re.compile(r"^FAIL \S"),
     # what the compiler / the test / the sanitizer said
     re.compile(r"(error:|is NOT correct|values: |runtime error|Sanitizer|FATAL|undefined reference|expected |"
                r"Segmentation|Aborted|Test timed out|TIMEOUT)"),

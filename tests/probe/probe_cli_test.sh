@@ -10,10 +10,16 @@ P() { "${runner[@]}" "$probe_bin" "$@"; }
 fail=0
 tmp=${TEST_TMPDIR:-$(mktemp -d)}
 
-check() { # description, command...
+check() { # description, command... (a command may say why it failed in $tmp/why)
   local what=$1
   shift
-  if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fail=1; fi
+  rm -f "$tmp/why"
+  if "$@"; then
+    echo "ok   $what"
+  else
+    echo "FAIL $what$([[ -s $tmp/why ]] && echo ": $(cat "$tmp/why")")"
+    fail=1
+  fi
 }
 
 json_has() { # file, python expression over d
@@ -52,10 +58,19 @@ P warp --seconds 0.2 --json > "$tmp/warp.json"; rc=$?
 check "warp json" json_has "$tmp/warp.json" "'pairs' in d and d['backward'] == sum(p['backward'] for p in d['pairs'])"
 
 # bad input: one line on stderr, exit 2, nothing on stdout
+one_error_line() { # rc, pattern (grep -F) the line must contain; reads $tmp/out, $tmp/err
+  local rc=$1 pat=$2 n
+  n=$(wc -l < "$tmp/err")
+  if [[ $rc -eq 2 && $n -eq 1 && ! -s "$tmp/out" ]] && grep -qF -- "$pat" "$tmp/err"; then
+    return 0
+  fi
+  # say what came instead, so the failure names its cause
+  echo "got exit $rc, $n stderr line(s), $(wc -c < "$tmp/out") bytes on stdout; want exit 2, one line with '$pat'; stderr: $(head -c 300 "$tmp/err" | tr '\n' '|')" > "$tmp/why"
+  return 1
+}
 bad() { # args...
   P "$@" > "$tmp/out" 2> "$tmp/err"
-  local rc=$?
-  [[ $rc -eq 2 && $(wc -l < "$tmp/err") -eq 1 && ! -s "$tmp/out" ]] && grep -q "tickclock-probe" "$tmp/err"
+  one_error_line $? "tickclock-probe"
 }
 check "unknown subcommand" bad frobnicate
 check "unknown flag" bad timing --bogus
@@ -73,8 +88,7 @@ bad_at() { # where, args...
   local where=$1
   shift
   P "$@" > "$tmp/out" 2> "$tmp/err"
-  local rc=$?
-  [[ $rc -eq 2 && $(wc -l < "$tmp/err") -eq 1 && ! -s "$tmp/out" ]] && grep -qF "$where" "$tmp/err"
+  one_error_line $? "$where"
 }
 printf '00000000 00000000 0000000d 756e6547 6c65746e 49656e69\nnot a leaf line\n' > "$tmp/bad1.cpuid"
 check "cpuid --file malformed line" bad_at "bad1.cpuid:2:" cpuid --file "$tmp/bad1.cpuid"
@@ -90,8 +104,7 @@ check "cpuid --file without value" bad cpuid --file
 # bad environment: TICKCLOCK_SOURCE not a source name
 bad_env_report() {
   TICKCLOCK_SOURCE="$1" P > "$tmp/out" 2> "$tmp/err"
-  local rc=$?
-  [[ $rc -eq 2 && $(wc -l < "$tmp/err") -eq 1 && ! -s "$tmp/out" ]] && grep -q "TICKCLOCK_SOURCE" "$tmp/err"
+  one_error_line $? "TICKCLOCK_SOURCE"
 }
 bad_env_timing() {
   TICKCLOCK_SOURCE="$1" P timing --seconds 0.1 > /dev/null 2> "$tmp/err"
