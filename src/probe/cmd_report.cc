@@ -52,7 +52,7 @@ int cmd_report(int argc, char **argv) {
     for (unsigned k = 0; k < i->n_freqs; k++) {
       const tickclock_freq_candidate &f = i->freqs[k];
       o += (k ? "," : "") + std::string("{\"name\":") + json_str(f.name) +
-           ",\"hz\":" + json_num(f.hz) + ",\"checked\":" + json_b(f.checked) +
+           ",\"available\":" + json_b(f.hz > 0) + ",\"hz\":" + (f.hz > 0 ? json_num(f.hz) : "null") + ",\"checked\":" + json_b(f.checked) +
            ",\"ppm_vs_calibration\":" + (f.checked ? json_num(f.ppm_vs_calibration) : "null") +
            ",\"bound_ppm\":" + (f.checked ? json_num(f.bound_ppm) : "null") +
            ",\"usable\":" + json_b(f.usable) + ",\"chosen\":" + json_b(f.chosen) +

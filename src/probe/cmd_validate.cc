@@ -129,6 +129,10 @@ int cmd_validate(int argc, char **argv) {
       std::string list;
       for (unsigned k = 0; k < info->n_freqs; k++) {
         const tickclock_freq_candidate &f = info->freqs[k];
+        if (!(f.hz > 0)) {  // a source that gave nothing: say so, not "0 MHz"
+          list += fmt("%s%s none", list.empty() ? "" : "; ", f.name);
+          continue;
+        }
         list += fmt("%s%s %.6f MHz", list.empty() ? "" : "; ", f.name, f.hz / 1e6);
         if (f.checked) {
           list += fmt(" (%+.2f ppm, bound %.1f)", f.ppm_vs_calibration, f.bound_ppm);
