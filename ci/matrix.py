@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ci/matrix — the compiler x language x sanitizer x target x CPU matrix.
 
-    ci/matrix [--quick] [--only REGEX] [--jobs N] [--list] [--no-deps]
+    ci/matrix [--quick] [--only REGEX] [--jobs N] [--list] [--no-deps] [--rerender]
 
 Run through the ci/matrix wrapper (it makes sure python3 is there). See
 ci/README.md for the cells, how to add a compiler or a target, and how to
@@ -304,7 +304,7 @@ class Runner(object):
                 extra = " (%s)" % (cell.errors[0] if cell.errors else cell.reason)
             tests = ""
             if cell.kind != "lang" and cell.status != "SKIPPED":
-                tests = " %d/%d tests" % (cell.tests["passed"], sum(cell.tests.values()))
+                tests = " (%s)" % tests_brief(cell)
             print("[%d/%d] %s \u2026 %s %.1fs%s, ETA %s%s" % (
                 self.done, len(self.cells), cell.name, cell.status, cell.seconds, tests,
                 fmt_dur(self.eta()), extra[:200]), flush=True)
@@ -516,6 +516,18 @@ def read_cost(c):
     return s
 
 
+def tests_brief(c):
+    """'38 passed', '24 passed, 14 skipped', '34 passed, 2 failed': a skipped
+    test (target_compatible_with) is not a missing one."""
+    t = c.tests
+    out = "%d passed" % t["passed"]
+    if t["failed"]:
+        out += ", %d failed" % t["failed"]
+    if t["skipped"]:
+        out += ", %d skipped" % t["skipped"]
+    return out
+
+
 def counts(cells):
     return dict((k, sum(1 for c in cells if c.status == k)) for k in ("PASS", "FAIL", "SKIPPED"))
 
@@ -584,7 +596,7 @@ def write_md(cells, meta):
                 else:
                     v = c.status
                     if c.kind != "lang" and c.status != "SKIPPED":
-                        v += " %d/%d" % (c.tests["passed"], sum(c.tests.values()))
+                        v += " (%s)" % tests_brief(c)
                     vals.append(v)
             L.append("| %s | %s |" % (r, " | ".join(vals)))
         L.append("")
@@ -692,7 +704,7 @@ def write_html(cells, meta):
                 body = e(c.status if c.status != "SKIPPED" else "SKIP")
                 small = ""
                 if c.kind != "lang" and c.status != "SKIPPED":
-                    small += "%d/%d tests" % (c.tests["passed"], sum(c.tests.values()))
+                    small += tests_brief(c)
                 if c.info and c.status == "PASS":
                     small += ("<br>" if small else "") + e(c.info.get("source", ""))
                 if c.status != "SKIPPED":
@@ -740,6 +752,40 @@ def write_json(cells, meta):
         f.write("\n")
 
 
+def rerender():
+    """report.md and report.html again from report.json (after a change to
+    how the report is written, without running the cells again)."""
+    path = os.path.join(OUT, "report.json")
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+        recorded = doc["cells"]
+    except (IOError, ValueError, KeyError) as e:
+        print("ci/matrix: %s: cannot read a report: %s" % (path, e), file=sys.stderr)
+        return 2
+    known = dict((c.name, c) for c in all_cells())
+    cells = []
+    for j in recorded:
+        c = known.get(j.get("name"))
+        if c is None:
+            print("ci/matrix: %s: cell '%s' is not a cell of this ci/matrix" % (path, j.get("name")),
+                  file=sys.stderr)
+            return 2
+        c.status, c.seconds, c.tests = j["status"], j["seconds"], j["tests"]
+        c.version, c.flags, c.log = j["version"], j["flags"], j["log"]
+        c.reason, c.errors, c.notes = j["reason"] or "", j["errors"] or [], j["notes"] or []
+        if j.get("source") is not None:
+            c.info = {"source": j["source"], "hz": j["frequency_hz"], "freq_method": j["frequency_method"],
+                      "uncertainty_ppm": j["uncertainty_ppm"], "now_read_ns": j["now_read_ns"],
+                      "why": j["why"], "compiler": j["compiled_by"], "candidates": j["candidates"]}
+        cells.append(c)
+    meta = dict((k, doc[k]) for k in ("quick", "args", "finished", "elapsed_s", "host", "jobs"))
+    write_md(cells, meta)
+    write_html(cells, meta)
+    print("ci/matrix: report.md and report.html rewritten from %s (%d cells)" % (path, len(cells)))
+    return 0
+
+
 # ---- main ------------------------------------------------------------------
 def main():
     ap = argparse.ArgumentParser(prog="ci/matrix", description=__doc__.split("\n\n")[0])
@@ -749,7 +795,11 @@ def main():
                     help="parallel non-Bazel cells (default: CPUs); Bazel cells run one at a time")
     ap.add_argument("--list", action="store_true", help="list the selected cells and exit")
     ap.add_argument("--no-deps", action="store_true", help="do not run ci/deps")
+    ap.add_argument("--rerender", action="store_true",
+                    help="write report.md and report.html again from out/matrix/report.json, run nothing")
     args = ap.parse_args()
+    if args.rerender:
+        return rerender()
 
     cells = all_cells()
     if args.quick:
