@@ -127,8 +127,8 @@ void print_dump(const std::vector<Leaf> &leaves, bool native, FILE *out = stdout
     std::fprintf(out, "# source: tickclock-probe cpuid --dump\n");
     std::fprintf(out, "# date: %s\n", date);
     if (uname(&u) == 0) std::fprintf(out, "# kernel: %s %s %s\n", u.sysname, u.release, u.machine);
-    std::string cs = read_line("/sys/devices/system/clocksource/clocksource0/current_clocksource");
-    std::string av = read_line("/sys/devices/system/clocksource/clocksource0/available_clocksource");
+    std::string cs = read_line(TICKCLOCK__SYSFS_CURRENT_CLOCKSOURCE);
+    std::string av = read_line(TICKCLOCK__SYSFS_AVAILABLE_CLOCKSOURCE);
     if (!cs.empty()) std::fprintf(out, "# clocksource: %s\n", cs.c_str());
     if (!av.empty()) std::fprintf(out, "# available_clocksource: %s\n", av.c_str());
   }

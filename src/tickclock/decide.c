@@ -193,8 +193,8 @@ static int tickclock__counter_trusted(const tickclock_evidence *ev, char *why, s
   if (ev->os_linux) {
     if (!ev->clocksource_known) {
       tickclock__strlcpy(why,
-                         "cannot read /sys/devices/system/clocksource/clocksource0/"
-                         "current_clocksource: the kernel's verdict on the counter is unknown",
+                         "cannot read " TICKCLOCK__SYSFS_CURRENT_CLOCKSOURCE
+                         ": the kernel's verdict on the counter is unknown",
                          n);
       return TICKCLOCK__TRUST_NO;
     }

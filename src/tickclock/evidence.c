@@ -239,12 +239,11 @@ void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev) {
 #if defined(__linux__)
   ev->os_linux = 1;
   ev->tsc_prctl = tickclock__p_prctl_get_tsc();
-  ev->clocksource_known = tickclock__p_read_line(
-      "/sys/devices/system/clocksource/clocksource0/current_clocksource", ev->clocksource,
-      sizeof ev->clocksource);
-  ev->available_known = tickclock__p_read_line(
-      "/sys/devices/system/clocksource/clocksource0/available_clocksource",
-      ev->available_clocksource, sizeof ev->available_clocksource);
+  ev->clocksource_known = tickclock__p_read_line(TICKCLOCK__SYSFS_CURRENT_CLOCKSOURCE,
+                                                 ev->clocksource, sizeof ev->clocksource);
+  ev->available_known = tickclock__p_read_line(TICKCLOCK__SYSFS_AVAILABLE_CLOCKSOURCE,
+                                               ev->available_clocksource,
+                                               sizeof ev->available_clocksource);
 #if defined(__x86_64__) || defined(__i386__)
   /* ~100 us (a syscall, an mmap): only where the page can hold a TSC
    * conversion, i.e. when the kernel's clock runs on the TSC (with a

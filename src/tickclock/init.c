@@ -203,8 +203,7 @@ static int tickclock__revalidate_locked(void) {
   }
 #endif
   if (tickclock__cs_known) {
-    int known = tickclock__p_read_line(
-        "/sys/devices/system/clocksource/clocksource0/current_clocksource", cs, sizeof cs);
+    int known = tickclock__p_read_line(TICKCLOCK__SYSFS_CURRENT_CLOCKSOURCE, cs, sizeof cs);
     if (known && strcmp(cs, tickclock__cs) != 0) {
       tickclock__fmt(why, sizeof why, "the kernel's clocksource changed from '%s' to '%s'",
                      tickclock__cs, cs);

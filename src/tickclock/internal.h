@@ -263,10 +263,16 @@ int tickclock__native_prctl_get_tsc(void);
 void tickclock__native_perf_page(tickclock_perf_page *pp);
 
 /* Revalidation (init.c): the drift bound, ppm of the elapsed time plus an
- * absolute allowance, and the shortest interval it is judged over. */
+ * absolute allowance (which is what makes a short interval safe to judge). */
 #define TICKCLOCK_REVALIDATE_DRIFT_PPM 500.0
 #define TICKCLOCK_REVALIDATE_DRIFT_ABS_NS 200000.0
-#define TICKCLOCK_REVALIDATE_MIN_NS UINT64_C(10000000)
+
+/* The kernel's clocksource verdict (Linux), read at initialisation, by
+ * re-validation and by the probe. */
+#define TICKCLOCK__SYSFS_CURRENT_CLOCKSOURCE \
+  "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+#define TICKCLOCK__SYSFS_AVAILABLE_CLOCKSOURCE \
+  "/sys/devices/system/clocksource/clocksource0/available_clocksource"
 
 /* Impure gathering. */
 void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev);
