@@ -93,15 +93,11 @@ void print_text(const Result &res) {
   std::printf("  histogram of timing durations:\n");
   std::printf("    %12s %12s %12s\n", "< ns", "% of total", "count");
   uint64_t maxc = 1;
-  int last = 0;
-  for (int b = 0; b < 65; b++) {
+  for (int b = 0; b < 65; b++)
     if (h.log2[b] > maxc) maxc = h.log2[b];
-    if (h.log2[b]) last = b;
-  }
-  for (int b = 0; b <= last; b++) {
+  for (int b = 0, last = h.last_bucket(); b <= last; b++) {
     double pct = h.count ? 100.0 * (double)h.log2[b] / (double)h.count : 0;
-    unsigned long long edge = b == 0 ? 1ull : (b >= 64 ? UINT64_MAX : (1ull << b));
-    std::printf("    %12llu %11.5f%% %12" PRIu64 "  %s\n", edge, pct, h.log2[b],
+    std::printf("    %12" PRIu64 " %11.5f%% %12" PRIu64 "  %s\n", Histogram::bucket_edge(b), pct, h.log2[b],
                 bar((double)h.log2[b] / (double)maxc, 40).c_str());
   }
   uint64_t p9999 = h.percentile(99.99);
@@ -146,8 +142,7 @@ std::string to_json(const Result &res) {
   bool first = true;
   for (int b = 0; b < 65; b++) {
     if (!h.log2[b]) continue;
-    unsigned long long edge = b == 0 ? 1ull : (b >= 64 ? UINT64_MAX : (1ull << b));
-    o += std::string(first ? "" : ",") + "{\"lt_ns\":" + json_u(edge) +
+    o += std::string(first ? "" : ",") + "{\"lt_ns\":" + json_u(Histogram::bucket_edge(b)) +
          ",\"count\":" + json_u(h.log2[b]) + "}";
     first = false;
   }
@@ -172,11 +167,8 @@ bool write_svg(const std::string &path, const std::vector<Result> &results) {
   std::vector<int> lastb;
   int total_rows = 0;
   for (const Result &r : results) {
-    int last = 0;
-    for (int b = 0; b < 65; b++)
-      if (r.h.log2[b]) last = b;
-    lastb.push_back(last);
-    total_rows += last + 1;
+    lastb.push_back(r.h.last_bucket());
+    total_rows += lastb.back() + 1;
   }
   int height = 40 + total_rows * row_h + (int)results.size() * (chart_gap + 30);
   std::fprintf(f,
@@ -199,12 +191,11 @@ bool write_svg(const std::string &path, const std::vector<Result> &results) {
     for (int b = 0; b <= lastb[i]; b++)
       if (r.h.log2[b]) maxlog = std::fmax(maxlog, std::log10((double)r.h.log2[b]) + 1);
     for (int b = 0; b <= lastb[i]; b++) {
-      unsigned long long edge = b == 0 ? 1ull : (b >= 64 ? UINT64_MAX : (1ull << b));
       double len = r.h.log2[b] && maxlog > 0
                        ? (std::log10((double)r.h.log2[b]) + 1) / maxlog * bar_w
                        : 0;
-      std::fprintf(f, "<text x='%d' y='%d' text-anchor='end'>&lt; %llu ns</text>\n", left - 8,
-                   y + 12, edge);
+      std::fprintf(f, "<text x='%d' y='%d' text-anchor='end'>&lt; %" PRIu64 " ns</text>\n",
+                   left - 8, y + 12, Histogram::bucket_edge(b));
       std::fprintf(f, "<rect x='%d' y='%d' width='%.1f' height='%d' fill='#3b7dd8'/>\n", left,
                    y + 2, len, row_h - 4);
       if (r.h.log2[b])

@@ -35,14 +35,9 @@ struct Item {
   std::string json_extra;           // ,"key":value...
 };
 
-uint64_t rd_fast() { return tickclock_now(); }
-uint64_t rd_ordered() { return tickclock_now_ordered(); }
-
-double ns_per_tick(const tickclock_info *i) { return 1e9 / i->hz; }
-
 // (counter, raw, counter) with the tightest bracket, as calibration takes it.
 void bracket(uint64_t *counter_mid, uint64_t *raw, uint64_t *width) {
-  tickclock__bracket b = tickclock__tightest_bracket(rd_ordered);
+  tickclock__bracket b = tickclock__tightest_bracket(read_now_ordered);
   *counter_mid = b.mid;
   *raw = b.ns;
   *width = b.width;
@@ -185,7 +180,7 @@ int cmd_validate(int argc, char **argv) {
   uint64_t mono_back = 0;
   {
     Item it{"monotonic", "PASS", "", ""};
-    std::vector<MonoCpu> m = monotonic_per_cpu(rd_fast, rd_ordered, seconds * 0.2);
+    std::vector<MonoCpu> m = monotonic_per_cpu(read_now, read_now_ordered, seconds * 0.2);
     uint64_t reads = 0;
     int unpinned = 0;
     for (const MonoCpu &c : m) {
@@ -204,7 +199,7 @@ int cmd_validate(int argc, char **argv) {
   uint64_t warp_back = 0, warp_max = 0;
   {
     Item it{"warp", "PASS", "", ""};
-    std::vector<WarpPair> w = warp_test(rd_ordered, seconds * 0.3);
+    std::vector<WarpPair> w = warp_test(read_now_ordered, seconds * 0.3);
     uint64_t iters = 0;
     for (const WarpPair &p : w) {
       iters += p.iterations;
@@ -228,7 +223,7 @@ int cmd_validate(int argc, char **argv) {
   // read cost vs the OS clock
   {
     Item it{"read_cost", "SKIP", "", ""};
-    double mine = tickclock__measure_read_ns(rd_fast);
+    double mine = tickclock__measure_read_ns(read_now);
     double os = tickclock__measure_read_ns(tickclock__os_read);
     it.json_extra = ",\"read_ns\":" + json_num(mine) + ",\"os_read_ns\":" + json_num(os);
     if (counter) {

@@ -14,10 +14,6 @@
 #include "src/probe/util.h"
 
 namespace tickclock_probe {
-namespace {
-uint64_t rd_ordered() { return tickclock_now_ordered(); }
-}  // namespace
-
 int cmd_warp(int argc, char **argv) {
   double seconds = 2.0;
   std::string source;
@@ -32,8 +28,8 @@ int cmd_warp(int argc, char **argv) {
   if (!source.empty()) force_source(source);
   install_sigint();
   const tickclock_info *info = tickclock_info_get();
-  std::vector<WarpPair> w = warp_test(rd_ordered, seconds);
-  double ns_tick = info->source == TICKCLOCK_SOURCE_SYSTEM ? 1.0 : 1e9 / info->hz;
+  std::vector<WarpPair> w = warp_test(read_now_ordered, seconds);
+  double ns_tick = ns_per_tick(info);
   uint64_t back = 0;
   for (const WarpPair &p : w) back += p.backward;
   if (json) {

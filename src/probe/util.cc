@@ -61,11 +61,11 @@ bool interrupted() { return g_interrupted != 0; }
 
 uint64_t mono_raw_ns() { return tickclock__os_now_raw(); }
 uint64_t mono_ns() { return tickclock__os_now(); }
+uint64_t read_now() { return tickclock_now(); }
+uint64_t read_now_ordered() { return tickclock_now_ordered(); }
 
 namespace {
 
-uint64_t read_now() { return tickclock_now(); }
-uint64_t read_now_ordered() { return tickclock_now_ordered(); }
 uint64_t read_cg(clockid_t id) {
   struct timespec ts;
   clock_gettime(id, &ts);
@@ -171,16 +171,6 @@ std::vector<Reader> all_readers() {
       true, "");
 #endif
   return v;
-}
-
-int log2_bucket(uint64_t ns) {
-  if (ns == 0) return 0;
-  int b = 0;
-  while (ns) {
-    b++;
-    ns >>= 1;
-  }
-  return b;  // ns in [2^(b-1), 2^b)
 }
 
 uint64_t Histogram::percentile(double p) const {

@@ -71,6 +71,11 @@ bool interrupted();
 // ---- time ------------------------------------------------------------------
 uint64_t mono_raw_ns();
 uint64_t mono_ns();
+// tickclock_now() / tickclock_now_ordered() as plain function pointers
+uint64_t read_now();
+uint64_t read_now_ordered();
+// nanoseconds per tick of the source in use (1 for the OS clock)
+inline double ns_per_tick(const tickclock_info *i) { return 1e9 / i->hz; }
 
 // ---- the reads the probe compares ------------------------------------------
 struct Reader {
@@ -108,8 +113,16 @@ struct Histogram {
   // the upper edge of the log2 bucket)
   uint64_t percentile(double p) const;
   static int log2_bucket_inline(uint64_t ns) { return ns ? 64 - __builtin_clzll(ns) : 0; }
+  // exclusive upper edge of log2 bucket b, ns ("< edge"); UINT64_MAX for the last
+  static uint64_t bucket_edge(int b) { return b == 0 ? 1 : (b >= 64 ? UINT64_MAX : 1ull << b); }
+  // the highest non-empty log2 bucket (0 when empty)
+  int last_bucket() const {
+    int last = 0;
+    for (int b = 0; b < 65; b++)
+      if (log2[b]) last = b;
+    return last;
+  }
 };
-int log2_bucket(uint64_t ns);
 
 // ---- output ----------------------------------------------------------------
 std::string fmt(const char *f, ...)
