@@ -18,6 +18,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -756,30 +757,41 @@ def rerender():
     """report.md and report.html again from report.json (after a change to
     how the report is written, without running the cells again)."""
     path = os.path.join(OUT, "report.json")
+
+    def bad(what):
+        print("ci/matrix: %s: %s" % (path, what), file=sys.stderr)
+        return 2
+
     try:
         with open(path) as f:
             doc = json.load(f)
-        recorded = doc["cells"]
-    except (IOError, ValueError, KeyError) as e:
-        print("ci/matrix: %s: cannot read a report: %s" % (path, e), file=sys.stderr)
-        return 2
+    except (IOError, ValueError) as e:
+        return bad("cannot read a report: %s" % e)
+    if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
+        return bad("expected an object with a \"cells\" list (a report.json written by ci/matrix)")
     known = dict((c.name, c) for c in all_cells())
     cells = []
-    for j in recorded:
-        c = known.get(j.get("name"))
+    for i, j in enumerate(doc["cells"]):
+        c = known.get(j.get("name")) if isinstance(j, dict) else None
         if c is None:
-            print("ci/matrix: %s: cell '%s' is not a cell of this ci/matrix" % (path, j.get("name")),
-                  file=sys.stderr)
-            return 2
-        c.status, c.seconds, c.tests = j["status"], j["seconds"], j["tests"]
-        c.version, c.flags, c.log = j["version"], j["flags"], j["log"]
-        c.reason, c.errors, c.notes = j["reason"] or "", j["errors"] or [], j["notes"] or []
-        if j.get("source") is not None:
-            c.info = {"source": j["source"], "hz": j["frequency_hz"], "freq_method": j["frequency_method"],
-                      "uncertainty_ppm": j["uncertainty_ppm"], "now_read_ns": j["now_read_ns"],
-                      "why": j["why"], "compiler": j["compiled_by"], "candidates": j["candidates"]}
+            return bad("cell %d ('%s') is not a cell of this ci/matrix"
+                       % (i, j.get("name") if isinstance(j, dict) else j))
+        try:
+            c.status, c.seconds, c.tests = j["status"], j["seconds"], j["tests"]
+            c.version, c.flags, c.log = j["version"], j["flags"], j["log"]
+            c.reason, c.errors, c.notes = j["reason"] or "", j["errors"] or [], j["notes"] or []
+            if j.get("source") is not None:
+                c.info = {"source": j["source"], "hz": j["frequency_hz"],
+                          "freq_method": j["frequency_method"], "uncertainty_ppm": j["uncertainty_ppm"],
+                          "now_read_ns": j["now_read_ns"], "why": j["why"], "compiler": j["compiled_by"],
+                          "candidates": j["candidates"]}
+        except KeyError as e:
+            return bad("cell %d ('%s') has no field %s" % (i, c.name, e))
         cells.append(c)
-    meta = dict((k, doc[k]) for k in ("quick", "args", "finished", "elapsed_s", "host", "jobs"))
+    try:
+        meta = dict((k, doc[k]) for k in ("quick", "args", "finished", "elapsed_s", "host", "jobs"))
+    except KeyError as e:
+        return bad("no field %s" % e)
     write_md(cells, meta)
     write_html(cells, meta)
     print("ci/matrix: report.md and report.html rewritten from %s (%d cells)" % (path, len(cells)))
@@ -808,6 +820,7 @@ def main():
         rx = re.compile(args.only, re.I)
         cells = [c for c in cells if rx.search(c.name)]
     if args.list:
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `ci/matrix --list | head` ends quietly
         for c in cells:
             print(c.name)
         print("%d cells" % len(cells))
