@@ -55,6 +55,14 @@ inline uint32_t garbage(uint32_t leaf, uint32_t sub, int reg) {
   return (uint32_t)(k >> 32);
 }
 
+// what a CPU returns for a leaf it does not define: deterministic junk
+inline void fill_garbage(uint32_t leaf, uint32_t sub, tickclock_cpuid_regs *r) {
+  r->eax = garbage(leaf, sub, 0);
+  r->ebx = garbage(leaf, sub, 1);
+  r->ecx = garbage(leaf, sub, 2);
+  r->edx = garbage(leaf, sub, 3);
+}
+
 inline int cpuid(void *ctx, uint32_t leaf, uint32_t sub, tickclock_cpuid_regs *r) {
   FakeWorld *w = W(ctx);
   memset(r, 0, sizeof *r);
@@ -62,21 +70,11 @@ inline int cpuid(void *ctx, uint32_t leaf, uint32_t sub, tickclock_cpuid_regs *r
   int ext_range = leaf >= 0x80000000u;
   int hv_range = leaf >= 0x40000000u && leaf < 0x80000000u;
   if ((std_range && leaf > w->max_leaf) || (ext_range && leaf > w->max_ext)) {
-    if (w->garbage_past_max) {
-      r->eax = garbage(leaf, sub, 0);
-      r->ebx = garbage(leaf, sub, 1);
-      r->ecx = garbage(leaf, sub, 2);
-      r->edx = garbage(leaf, sub, 3);
-    }
+    if (w->garbage_past_max) fill_garbage(leaf, sub, r);
     return 1;
   }
   if (hv_range) {
-    if (w->garbage_hv) {
-      r->eax = garbage(leaf, sub, 0);
-      r->ebx = garbage(leaf, sub, 1);
-      r->ecx = garbage(leaf, sub, 2);
-      r->edx = garbage(leaf, sub, 3);
-    }
+    if (w->garbage_hv) fill_garbage(leaf, sub, r);
     return 1;
   }
   switch (leaf) {
