@@ -219,6 +219,12 @@ void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev) {
   const char *env;
   char dummy[TICKCLOCK_REASON_LEN];
   memset(ev, 0, sizeof *ev);
+#if defined(__linux__)
+  /* First, before any clock read: with RDTSC disabled the vDSO's
+   * clock_gettime may trap too, so every read after this is a system call. */
+  ev->tsc_prctl = tickclock__p_prctl_get_tsc();
+  if (ev->tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV) tickclock__os_use_syscall();
+#endif
   ev->cfg_source = cfg ? cfg->source : TICKCLOCK_SOURCE_AUTO;
   tickclock__gather_nominal(&ev->arch_nominal);
 #if defined(_WIN32)
@@ -238,7 +244,6 @@ void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev) {
 
 #if defined(__linux__)
   ev->os_linux = 1;
-  ev->tsc_prctl = tickclock__p_prctl_get_tsc();
   ev->clocksource_known = tickclock__p_read_line(TICKCLOCK__SYSFS_CURRENT_CLOCKSOURCE,
                                                  ev->clocksource, sizeof ev->clocksource);
   ev->available_known = tickclock__p_read_line(TICKCLOCK__SYSFS_AVAILABLE_CLOCKSOURCE,

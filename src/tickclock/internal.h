@@ -238,15 +238,22 @@ typedef struct tickclock_platform {
   void (*perf_page)(void *ctx, tickclock_perf_page *pp);
   uint64_t (*counter)(void *ctx);          /* the arch counter */
   uint64_t (*counter_ordered)(void *ctx);  /* ... not before earlier loads */
-  uint64_t (*raw_ns)(void *ctx);           /* CLOCK_MONOTONIC_RAW */
-  uint64_t (*os_ns)(void *ctx);            /* the OS clock's ticks (CLOCK_MONOTONIC) */
+  uint64_t (*raw_ns)(void *ctx);           /* CLOCK_MONOTONIC_RAW (vDSO) */
+  uint64_t (*os_ns)(void *ctx);            /* the OS clock's ticks (CLOCK_MONOTONIC, vDSO) */
+  /* The same two clocks through the system call: what every read uses once
+   * RDTSC is known to be disabled (the vDSO may execute RDTSC itself). */
+  uint64_t (*raw_ns_sys)(void *ctx);
+  uint64_t (*os_ns_sys)(void *ctx);
   void (*sleep_ns)(void *ctx, uint64_t ns);
   const char *(*getenv)(void *ctx, const char *name); /* already secure */
 } tickclock_platform;
 
 /* NULL restores the native platform. Not thread-safe: call before any
- * thread uses the library (tests only). */
+ * thread uses the library (tests only). Starts a fresh world: forgets the
+ * published state (the next initialisation is a first one) and clears
+ * tickclock__g_os_syscall. */
 void tickclock__set_platform(const tickclock_platform *p);
+void tickclock__reset_world(void); /* init.c; what set_platform forgets */
 int tickclock__p_read_line(const char *path, char *buf, size_t n);
 int tickclock__p_prctl_get_tsc(void);
 void tickclock__p_perf_page(tickclock_perf_page *pp);
@@ -262,10 +269,16 @@ int tickclock__native_read_line(const char *path, char *buf, size_t n);
 int tickclock__native_prctl_get_tsc(void);
 void tickclock__native_perf_page(tickclock_perf_page *pp);
 
-/* Revalidation (init.c): the drift bound, ppm of the elapsed time plus an
- * absolute allowance (which is what makes a short interval safe to judge). */
-#define TICKCLOCK_REVALIDATE_DRIFT_PPM 500.0
-#define TICKCLOCK_REVALIDATE_DRIFT_ABS_NS 200000.0
+/* Revalidation (init.c): counter time and CLOCK_MONOTONIC_RAW must agree,
+ * over the step since the previous conclusive sample and over the total
+ * since initialisation, within DRIFT_PPM plus the frequency's own
+ * uncertainty of the elapsed time, plus DRIFT_ABS_NS and the two samples'
+ * bracket half-widths. A sample whose tightest bracket is wider than
+ * MAX_BRACKET_NS (preempted every time) is inconclusive: retried at the
+ * next check, never counted as a failure. */
+#define TICKCLOCK_REVALIDATE_DRIFT_PPM 50.0
+#define TICKCLOCK_REVALIDATE_DRIFT_ABS_NS 100000.0
+#define TICKCLOCK_REVALIDATE_MAX_BRACKET_NS 20000.0
 
 /* The kernel's clocksource verdict (Linux), read at initialisation, by
  * re-validation and by the probe. */
@@ -273,6 +286,14 @@ void tickclock__native_perf_page(tickclock_perf_page *pp);
   "/sys/devices/system/clocksource/clocksource0/current_clocksource"
 #define TICKCLOCK__SYSFS_AVAILABLE_CLOCKSOURCE \
   "/sys/devices/system/clocksource/clocksource0/available_clocksource"
+
+/* Sticky: set once RDTSC was seen disabled (PR_GET_TSC = PR_TSC_SIGSEGV).
+ * From then on every OS clock read in the library is a system call. */
+extern TICKCLOCK__SHARED int tickclock__g_os_syscall;
+void tickclock__os_use_syscall(void);
+/* The kernel's current clocksource into buf (a file kept open after the
+ * first read, so a periodic check allocates nothing); 1 if read. */
+int tickclock__p_clocksource(char *buf, size_t n);
 
 /* Impure gathering. */
 void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev);
@@ -286,7 +307,9 @@ typedef struct tickclock__bracket {
 } tickclock__bracket;
 tickclock__bracket tickclock__tightest_bracket(uint64_t (*read_ordered)(void));
 uint64_t tickclock__os_now(void);      /* CLOCK_MONOTONIC (Windows: QPC) in ns */
-uint64_t tickclock__os_read(void);     /* the fallback source's raw ticks */
+/* The fallback source's raw ticks (async-signal-safe); every native clock
+ * read here is a system call once tickclock__g_os_syscall is set. */
+uint64_t tickclock__os_read(void);
 uint64_t tickclock__qpc_hz(void);      /* QueryPerformanceFrequency; 0 off Windows */
 void tickclock__sleep_ns(uint64_t ns);
 uint64_t tickclock__os_now_raw(void);  /* CLOCK_MONOTONIC_RAW, ns */

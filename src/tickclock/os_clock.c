@@ -13,6 +13,17 @@
 #else
 #include <time.h>
 #endif
+#if defined(__linux__) && (defined(__x86_64__) || defined(__i386__))
+#include <sys/syscall.h>
+#include <unistd.h>
+#if defined(SYS_clock_gettime)
+#define TICKCLOCK__HAVE_CLOCK_SYSCALL 1
+#endif
+#endif
+
+TICKCLOCK__SHARED int tickclock__g_os_syscall = 0;
+
+void tickclock__os_use_syscall(void) { TICKCLOCK__STORE_RELEASE(&tickclock__g_os_syscall, 1); }
 
 #if defined(_WIN32)
 
@@ -59,24 +70,39 @@ static uint64_t tickclock__ts_ns(const struct timespec *ts) {
   return (uint64_t)ts->tv_sec * UINT64_C(1000000000) + (uint64_t)ts->tv_nsec;
 }
 
-uint64_t tickclock__os_now(void) {
+/* One clock read. With clocksource tsc, kvm-clock or the Hyper-V TSC page
+ * the vDSO's clock_gettime executes RDTSC itself, so once RDTSC is
+ * disabled (prctl PR_SET_TSC) the vDSO traps like a direct read: then the
+ * system call, which reads the clock in the kernel. The kernel's
+ * timespec for SYS_clock_gettime is two longs on i386 and x86-64 alike,
+ * whatever time_t the C library was built with. */
+static uint64_t tickclock__clock_ns(clockid_t id) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+#if defined(TICKCLOCK__HAVE_CLOCK_SYSCALL)
+  if (TICKCLOCK__LOAD_RELAXED(&tickclock__g_os_syscall)) {
+    struct {
+      long sec, nsec;
+    } k;
+    if (syscall(SYS_clock_gettime, (long)id, &k) != 0) return 0;
+    return (uint64_t)k.sec * UINT64_C(1000000000) + (uint64_t)k.nsec;
+  }
+#endif
+  clock_gettime(id, &ts);
   return tickclock__ts_ns(&ts);
 }
+
+uint64_t tickclock__os_now(void) { return tickclock__clock_ns(CLOCK_MONOTONIC); }
 
 uint64_t tickclock__os_read(void) { return tickclock__os_now(); }
 
 uint64_t tickclock__qpc_hz(void) { return 0; }
 
 uint64_t tickclock__os_now_raw(void) {
-  struct timespec ts;
 #if defined(CLOCK_MONOTONIC_RAW)
-  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return tickclock__clock_ns(CLOCK_MONOTONIC_RAW);
 #else
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return tickclock__clock_ns(CLOCK_MONOTONIC);
 #endif
-  return tickclock__ts_ns(&ts);
 }
 
 double tickclock__os_resolution_ns(void) {

@@ -3,10 +3,22 @@
 #include "internal.h"
 
 #include <stddef.h>
+#include <string.h>
+
+#if defined(__linux__)
+#include <fcntl.h>
+#include <unistd.h>
+#endif
 
 static const tickclock_platform *tickclock__plat = NULL;
 
-void tickclock__set_platform(const tickclock_platform *p) { tickclock__plat = p; }
+/* A platform is a fresh world: nothing published, RDTSC not known
+ * disabled in it. */
+void tickclock__set_platform(const tickclock_platform *p) {
+  tickclock__plat = p;
+  TICKCLOCK__STORE_RELEASE(&tickclock__g_os_syscall, 0);
+  tickclock__reset_world();
+}
 
 #define TICKCLOCK__P(member) (tickclock__plat != NULL && tickclock__plat->member != NULL)
 
@@ -59,14 +71,43 @@ uint64_t tickclock__p_counter_ordered(void) {
 #endif
 }
 
+/* Once RDTSC is known disabled, a fake's system-call clocks stand in for
+ * its vDSO ones (the native clocks switch by themselves). */
 uint64_t tickclock__p_raw_ns(void) {
+  if (TICKCLOCK__LOAD_RELAXED(&tickclock__g_os_syscall) && TICKCLOCK__P(raw_ns_sys))
+    return tickclock__plat->raw_ns_sys(tickclock__plat->ctx);
   if (TICKCLOCK__P(raw_ns)) return tickclock__plat->raw_ns(tickclock__plat->ctx);
   return tickclock__os_now_raw();
 }
 
 uint64_t tickclock__p_os_ns(void) {
+  if (TICKCLOCK__LOAD_RELAXED(&tickclock__g_os_syscall) && TICKCLOCK__P(os_ns_sys))
+    return tickclock__plat->os_ns_sys(tickclock__plat->ctx);
   if (TICKCLOCK__P(os_ns)) return tickclock__plat->os_ns(tickclock__plat->ctx);
   return tickclock__os_read();
+}
+
+/* The sysfs file stays open (close-on-exec) after the first read: the
+ * periodic re-validation re-reads it with one pread, no fopen/malloc. */
+int tickclock__p_clocksource(char *buf, size_t n) {
+#if defined(__linux__)
+  static int fd = -1; /* only touched under the initialisation lock */
+  ssize_t got;
+  size_t len;
+  if (TICKCLOCK__P(read_line)) return tickclock__p_read_line(TICKCLOCK__SYSFS_CURRENT_CLOCKSOURCE, buf, n);
+  if (n == 0) return 0;
+  buf[0] = '\0';
+  if (fd < 0) fd = open(TICKCLOCK__SYSFS_CURRENT_CLOCKSOURCE, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  got = pread(fd, buf, n - 1, 0);
+  if (got <= 0) return 0;
+  len = (size_t)got;
+  buf[len] = '\0';
+  while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) buf[--len] = '\0';
+  return len > 0;
+#else
+  return tickclock__p_read_line(TICKCLOCK__SYSFS_CURRENT_CLOCKSOURCE, buf, n);
+#endif
 }
 
 void tickclock__p_sleep_ns(uint64_t ns) {

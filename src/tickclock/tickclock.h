@@ -11,6 +11,37 @@
  * (CLOCK_MONOTONIC) everywhere else; with the OS clock, ticks are
  * nanoseconds. tickclock_info_get() says what was chosen and why.
  *
+ * The contract through transitions:
+ *  - One tick unit for the life of the process: the unit of the first
+ *    published source. A tick taken at any time is comparable with any
+ *    tick taken later: a re-initialisation, a re-calibration or a switch
+ *    to another source (tickclock_init, re-validation) maps the new
+ *    source's readings into that unit (offset and scale), and each state
+ *    converts relative to its own (base_ticks, base_ns), so to_ns and
+ *    delta_ns are continuous and to_ns(now()) never decreases. A process
+ *    that starts on the counter keeps the inline counter read while the
+ *    counter stays in use; readings mapped into the unit (the OS clock
+ *    after a counter, the counter after the OS clock) take an out-of-line
+ *    path (tickclock_info.read_path says which).
+ *  - A published state is never written again: the tickclock_info_get()
+ *    pointer and its content stay valid for the life of the process.
+ *  - RDTSC disabled with prctl(PR_SET_TSC, PR_TSC_SIGSEGV) before first use
+ *    (or seen by re-validation): nothing in the library executes RDTSC or
+ *    calls the vDSO (which may execute it too); clock reads go through the
+ *    clock_gettime system call (read_path TICKCLOCK_READ_OS_SYSCALL). The
+ *    setting is per thread: a thread that disables RDTSC after the counter
+ *    was chosen calls tickclock_revalidate() itself before its next read.
+ *  - fork() at any moment leaves a child that works (a fork during the
+ *    first initialisation waits for it to finish).
+ *  - Async-signal-safe once initialised: tickclock_now, tickclock_now_ordered,
+ *    tickclock_delta_ns, tickclock_info_get, and tickclock_to_ns while
+ *    periodic re-validation is off. A signal handler that interrupts the
+ *    first initialisation in its own thread never waits: its reads come
+ *    straight from CLOCK_MONOTONIC (nanoseconds). tickclock_init and
+ *    tickclock_revalidate are not async-signal-safe; called from a handler
+ *    that interrupted the library in the same thread they return
+ *    TICKCLOCK_EBUSY.
+ *
  * Vendoring: the amalgamated single header (bazel build //:single_header)
  * holds everything; `#define TICKCLOCK_IMPLEMENTATION` before including it
  * in exactly one .c/.cc file, first thing in that file.
@@ -68,6 +99,14 @@ typedef enum tickclock_freq_method {
 #define TICKCLOCK_OK 0
 #define TICKCLOCK_EINVAL (-1)      /* invalid argument */
 #define TICKCLOCK_EUNAVAILABLE (-2) /* forced source unusable; auto choice kept */
+#define TICKCLOCK_EBUSY (-3)   /* re-entered from a signal handler; nothing changed */
+#define TICKCLOCK_ENOMEM (-4)  /* no memory for a new state; the current one is kept */
+
+/* How tickclock_now() produces ticks under a state (tickclock_info.read_path). */
+#define TICKCLOCK_READ_OS 0             /* the OS clock (vDSO), mapped into the unit */
+#define TICKCLOCK_READ_OS_SYSCALL 1     /* the OS clock through the system call */
+#define TICKCLOCK_READ_COUNTER 2        /* the raw counter, inline: the fast path */
+#define TICKCLOCK_READ_COUNTER_MAPPED 3 /* the counter, mapped into the unit (out of line) */
 
 /* ---- conversion ---------------------------------------------------------
  * A frequency f = hz_num / hz_den Hz is turned into a 64.64 fixed-point
@@ -179,12 +218,17 @@ typedef struct tickclock_freq_candidate {
 } tickclock_freq_candidate;
 
 typedef struct tickclock_info {
-  /* hot: read by tickclock_to_ns/tickclock_delta_ns, one cache line */
+  /* hot: read by tickclock_to_ns/tickclock_delta_ns, one cache line.
+   * to_ns(t) = base_ns + conv(t - base_ticks) (t below base_ticks: the
+   * previous state's); with scaled == 0 ticks are nanoseconds (identity). */
   int source;               /* tickclock_source in use */
-  tickclock_conv conv;      /* ticks <-> ns for this source */
+  int scaled;               /* 1: convert with conv; 0: ticks are ns */
+  tickclock_conv conv;      /* ticks of the process's unit <-> ns */
+  uint64_t base_ticks, base_ns;
   /* provenance */
   const char *source_name;
-  uint64_t hz_num, hz_den;  /* frequency as a rational (Hz) */
+  uint64_t hz_num, hz_den;  /* the source's frequency as a rational (Hz); the
+                               unit's is conv.hz_num / conv.hz_den */
   double hz;                /* hz_num / hz_den */
   int freq_method;          /* tickclock_freq_method */
   const char *freq_method_name;
@@ -196,7 +240,6 @@ typedef struct tickclock_info {
   char env_error[TICKCLOCK_REASON_LEN]; /* bad TICKCLOCK_SOURCE, or "" */
   unsigned n_candidates;
   tickclock_candidate candidates[TICKCLOCK_MAX_CANDIDATES];
-  /* Added with the x86 evidence work: */
   const char *freq_detail;  /* the precise rule, e.g. "cpuid_15h_crystal",
                                "calibration", "identity" (probe: tsc_hz.method) */
   unsigned n_freqs;         /* frequency sources found for the counter */
@@ -205,13 +248,19 @@ typedef struct tickclock_info {
    * either is unavailable */
   double freq_disagreement_ppm[TICKCLOCK_MAX_FREQS][TICKCLOCK_MAX_FREQS];
   double max_disagreement_ppm; /* largest |entry| above, 0 with < 2 sources */
-  /* Added with run-time re-validation (tickclock_revalidate): */
-  uint64_t os_offset;       /* added to every OS-clock reading (ticks of the OS
-                               source) so that readings after a switch away
-                               from the counter never step backwards; 0 unless
-                               revalidated is set */
   int revalidated;          /* 1: this state replaced a counter that failed
                                re-validation (why says which check) */
+  /* The unit and how readings reach it. */
+  int unit_source;          /* the source whose tick is the unit (the first
+                               published one) */
+  int read_path;            /* TICKCLOCK_READ_*: how tickclock_now() reads */
+  int src_is_unit;          /* the source's ticks are unit ticks (offset only) */
+  uint64_t src_base;        /* the source's reading at base_ticks */
+  tickclock_conv src_conv;  /* the source's own ticks <-> ns */
+  unsigned generation;      /* 1 for the first published state, +1 each */
+  const struct tickclock_info *prev; /* the state this one replaced; ticks
+                               below base_ticks convert with it, so what an
+                               earlier tick means never changes */
 } tickclock_info;
 
 const char *tickclock_source_name(int source);
@@ -220,56 +269,61 @@ const char *tickclock_freq_method_name(int method);
 int tickclock_source_from_name(const char *name);
 
 /* Optional: choose (or force) the source. NULL = automatic. Thread-safe;
- * re-initialising switches the unit of later readings, so readings taken
- * before must not be compared with readings taken after. Returns
- * TICKCLOCK_OK, TICKCLOCK_EINVAL (bad config, nothing changed) or
- * TICKCLOCK_EUNAVAILABLE (forced source unusable; automatic choice made). */
+ * the tick unit stays the process's (see the contract at the top), so
+ * readings taken before and after compare. Returns TICKCLOCK_OK,
+ * TICKCLOCK_EINVAL (bad config, nothing changed), TICKCLOCK_EUNAVAILABLE
+ * (forced source unusable; automatic choice made), TICKCLOCK_EBUSY or
+ * TICKCLOCK_ENOMEM (nothing changed). */
 int tickclock_init(const tickclock_config *cfg);
 
 /* Run-time re-validation. While the arch counter is in use, checks that
- *  - the kernel still uses the clocksource it used at initialisation
- *    (Linux: current_clocksource; e.g. the watchdog switched tsc -> hpet),
- *  - the counter has not drifted from CLOCK_MONOTONIC_RAW since
- *    initialisation by more than TICKCLOCK_REVALIDATE_DRIFT_PPM (500 ppm)
- *    of the elapsed time plus 200 us (a backward step, a suspend-sized
- *    forward jump, a wrong frequency, a migration to a CPU whose TSC is
- *    offset),
  *  - RDTSC was not disabled with prctl(PR_SET_TSC, PR_TSC_SIGSEGV) for the
  *    calling thread (the flag is per thread: other threads' settings are
- *    invisible here),
- * and if any fails switches every thread to the OS clock atomically:
- * a new state is published, then the source. Guarantee: for a counter
- * reading c whose read executed before the switch (more precisely: not
- * after the switching thread's own counter read) and any OS reading o
- * taken after the switch, tickclock_to_ns(o) under the new state >=
- * tickclock_to_ns(c) under the old state (the new state's os_offset makes
- * it so). Limits: raw ticks taken before the switch stay in the old unit
- * (pass them to tickclock_delta_ns/to_ns before the switch, or not at
- * all); a reader preempted between loading the source and executing the
- * read may produce one counter reading after the switch; a counter that
- * already went backwards is caught but readings it gave before the check
- * are not corrected. Returns 0 if the current source is kept (or is not
- * the counter), 1 if it switched to the OS clock. Never called from
- * tickclock_now(); costs a few microseconds (sysfs read, prctl, two
- * clock reads). */
+ *    invisible here); if it was, nothing reads the counter or the vDSO
+ *    again and the switch computes its continuity bound without them,
+ *  - the kernel still uses the clocksource it used at initialisation
+ *    (Linux: current_clocksource; e.g. the watchdog switched tsc -> hpet),
+ *  - the counter agrees with CLOCK_MONOTONIC_RAW: each sample is the
+ *    tightest (counter, clock, counter) bracket of several; a bracket wider
+ *    than TICKCLOCK_REVALIDATE_MAX_BRACKET_NS (a preemption) makes the
+ *    check inconclusive, never failed. The step since the previous
+ *    conclusive sample and the total since initialisation must each agree
+ *    within (TICKCLOCK_REVALIDATE_DRIFT_PPM + the frequency's uncertainty)
+ *    of the elapsed time plus TICKCLOCK_REVALIDATE_DRIFT_ABS_NS and the
+ *    bracket half-widths (catches a backward step, a suspend-sized jump,
+ *    a wrong frequency, a migration to a CPU whose TSC is offset),
+ * and if any fails switches every thread to the OS clock, mapped into the
+ * same tick unit and continuous with the highest reading the checks saw.
+ * Limits: a reader that loaded the old source just before the switch may
+ * produce one more counter reading; readings a faulty counter gave before
+ * the check are not corrected. Returns 0 if the current source is kept (or
+ * is not the counter), TICKCLOCK_SWITCHED if it switched to the OS clock,
+ * TICKCLOCK_EBUSY when re-entered from a signal handler. Never called from
+ * tickclock_now(); costs a few microseconds. */
 #define TICKCLOCK_SWITCHED 1
 int tickclock_revalidate(void);
 /* Opt-in periodic re-validation: at most every ms milliseconds, piggybacked
  * on tickclock_to_ns() (one relaxed load and compare of its argument with
- * a deadline in counter ticks) and tickclock_info_get(); never on
- * tickclock_now(). 0 turns it off (the default). */
+ * a deadline in ticks); never on tickclock_now() or tickclock_info_get().
+ * A check that passes does no allocation and no formatting (one prctl, one
+ * read of an already open sysfs file, a few dozen clock reads). 0 turns it
+ * off (the default). */
 void tickclock_revalidate_every(uint32_t ms);
 
-/* Provenance of the current choice; initialises on first use. The pointer
- * stays valid for the life of the process (it is overwritten only after 16
- * further tickclock_init calls). */
+/* Provenance of the current choice; initialises on first use. Reads no
+ * counter. The pointer and its content stay valid for the life of the
+ * process (a later choice publishes a new state; this one is never
+ * rewritten). */
 const tickclock_info *tickclock_info_get(void);
 
 /* ---- internal state behind the inline read path ------------------------
- * tickclock__g_source is 0 until initialisation completes, then the source
- * in use; it is the only thing the hot path loads. tickclock__g_state
- * points at the immutable state (conversion, provenance) and is published
- * with release ordering before tickclock__g_source. */
+ * tickclock__g_source is 0 until initialisation completes; then
+ * TICKCLOCK__ARCH_COUNTER while the raw counter is the reading (the inline
+ * fast path), TICKCLOCK_SOURCE_SYSTEM while readings go out of line
+ * through the state. It is the only thing the hot path loads.
+ * tickclock__g_state points at the immutable state (conversion,
+ * provenance) and is published with release ordering before
+ * tickclock__g_source. */
 extern TICKCLOCK__SHARED int tickclock__g_source;
 extern const tickclock_info *TICKCLOCK__SHARED tickclock__g_state;
 /* Counter tick at which tickclock_to_ns runs the periodic re-validation;
@@ -348,21 +402,38 @@ TICKCLOCK__INLINE const tickclock_info *tickclock__state(void) {
   return s;
 }
 
-/* Absolute ticks (a tickclock_now() value) -> ns. Identity for the OS clock. */
-TICKCLOCK__INLINE uint64_t tickclock_to_ns(uint64_t ticks) {
-  const tickclock_info *s = tickclock__state();
-  if (s->source == TICKCLOCK_SOURCE_SYSTEM) return ticks;
-  if (TICKCLOCK__UNLIKELY(ticks >= TICKCLOCK__LOAD_RELAXED(&tickclock__g_reval_deadline)))
-    tickclock__revalidate_due(ticks);
-  return tickclock_conv_ticks_to_ns(&s->conv, ticks);
+/* Unit ticks -> ns under state s: base_ns + conv(t - base_ticks),
+ * saturating; a tick below base_ticks was taken under an earlier state and
+ * converts with that one (out of line). */
+uint64_t tickclock__ns_before(const tickclock_info *s, uint64_t ticks);
+TICKCLOCK__INLINE uint64_t tickclock__ns_in(const tickclock_info *s, uint64_t ticks) {
+  uint64_t ns;
+  if (!s->scaled) return ticks;
+  if (TICKCLOCK__UNLIKELY(ticks < s->base_ticks)) return tickclock__ns_before(s, ticks);
+  ns = s->base_ns + tickclock_conv_ticks_to_ns(&s->conv, ticks - s->base_ticks);
+  return ns < s->base_ns ? UINT64_MAX : ns;
 }
 
-/* end - start in ns, signed (end may precede start). */
+/* Absolute ticks (a tickclock_now() value) -> ns, relative to the
+ * state's base: continuous across every publication. Identity while ticks
+ * are nanoseconds. */
+TICKCLOCK__INLINE uint64_t tickclock_to_ns(uint64_t ticks) {
+  const tickclock_info *s = tickclock__state();
+  if (TICKCLOCK__UNLIKELY(ticks >= TICKCLOCK__LOAD_RELAXED(&tickclock__g_reval_deadline)))
+    tickclock__revalidate_due(ticks);
+  return tickclock__ns_in(s, ticks);
+}
+
+/* end - start in ns, signed (end may precede start). A difference of
+ * exactly 2^63 ticks is positive when end > start as unsigned numbers, so
+ * delta_ns(a, b) == -delta_ns(b, a) wherever neither saturates. */
 TICKCLOCK__INLINE int64_t tickclock_delta_ns(uint64_t start, uint64_t end) {
   const tickclock_info *s = tickclock__state();
-  int64_t d = (int64_t)(end - start); /* two's complement difference */
-  if (s->source == TICKCLOCK_SOURCE_SYSTEM) return d;
-  return tickclock_conv_delta_to_ns(&s->conv, d);
+  uint64_t d = end - start; /* two's complement difference */
+  int neg = d > (UINT64_C(1) << 63) || (d == (UINT64_C(1) << 63) && end < start);
+  uint64_t mag = neg ? (uint64_t)0 - d : d;
+  if (s->scaled) mag = tickclock_conv_ticks_to_ns(&s->conv, mag);
+  return tickclock__signed_ns(mag, neg);
 }
 
 #ifdef __cplusplus

@@ -219,20 +219,31 @@ TEST_CASE("converted counter time tracks CLOCK_MONOTONIC_RAW") {
   }
 }
 
-TEST_CASE("forcing the OS clock: identity conversion, ns ticks") {
+TEST_CASE("forcing the OS clock: readings follow CLOCK_MONOTONIC in the process's tick unit") {
   force(TICKCLOCK_SOURCE_SYSTEM);
   const tickclock_info *i = tickclock_info_get();
   CHECK(std::strcmp(i->source_name, "system") == 0);
   CHECK(i->freq_method == TICKCLOCK_FREQ_IDENTITY);
   CHECK(i->forced == 1);
-  CHECK(tickclock_to_ns(123456789ull) == 123456789ull);
-  CHECK(tickclock_delta_ns(1000, 250) == -750);
+  if (i->scaled == 0) {  // the process started on the OS clock: ticks are ns
+    CHECK(tickclock_to_ns(123456789ull) == 123456789ull);
+    CHECK(tickclock_delta_ns(1000, 250) == -750);
+  } else {  // it started on the counter: the OS clock maps into counter ticks
+    CHECK(i->unit_source != TICKCLOCK_SOURCE_SYSTEM);
+    CHECK(i->read_path == TICKCLOCK_READ_OS);
+  }
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  uint64_t mono = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-  uint64_t now = tickclock_now();
-  CHECK(now >= mono);
-  CHECK(now - mono < 1000000000ull);  // same clock, read later
+  uint64_t mono0 = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  uint64_t t0 = tickclock_now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  uint64_t t1 = tickclock_now();
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t mono1 = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  int64_t d = tickclock_delta_ns(t0, t1);
+  CHECK(d > 0);
+  CHECK(d <= (int64_t)(mono1 - mono0) + 1000);  // inside the reference interval
+  CHECK(d >= (int64_t)(mono1 - mono0) - 1000000);
 }
 
 TEST_CASE("tickclock_init validates its config") {
