@@ -1,0 +1,63 @@
+// The periodic re-validation piggybacked on tickclock_to_ns() allocates
+// nothing while the counter is healthy: malloc and friends are interposed
+// here and counted around a second of to_ns calls with a 1 ms period. The
+// checks are seen running through the re-armed deadline.
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <time.h>
+
+#include <atomic>
+
+#include "doctest/doctest.h"
+#include "tickclock.h"
+
+extern "C" void *__libc_malloc(size_t);
+extern "C" void *__libc_calloc(size_t, size_t);
+extern "C" void *__libc_realloc(void *, size_t);
+extern "C" void __libc_free(void *);
+
+static std::atomic<long> g_allocs(0);
+static std::atomic<bool> g_counting(false);
+
+extern "C" void *malloc(size_t n) {
+  if (g_counting.load(std::memory_order_relaxed)) g_allocs++;
+  return __libc_malloc(n);
+}
+extern "C" void *calloc(size_t a, size_t b) {
+  if (g_counting.load(std::memory_order_relaxed)) g_allocs++;
+  return __libc_calloc(a, b);
+}
+extern "C" void *realloc(void *p, size_t n) {
+  if (g_counting.load(std::memory_order_relaxed)) g_allocs++;
+  return __libc_realloc(p, n);
+}
+extern "C" void free(void *p) { __libc_free(p); }
+
+TEST_CASE("periodic re-validation in tickclock_to_ns: no allocation while the counter is healthy") {
+  const tickclock_info *i = tickclock_info_get();
+  if (i->read_path != TICKCLOCK_READ_COUNTER) {
+    MESSAGE("skipped: the counter is not in use here (" << i->why << ")");
+    return;
+  }
+  tickclock_revalidate_every(1);
+  for (int k = 0; k < 1000; k++) (void)tickclock_to_ns(tickclock_now());  // first check opens sysfs
+  struct timespec pause = {0, 100000};
+  long checks = 0;
+  uint64_t last_deadline = tickclock__g_reval_deadline;
+  g_counting = true;
+  for (int k = 0; k < 4000; k++) {
+    (void)tickclock_to_ns(tickclock_now());
+    if (tickclock__g_reval_deadline != last_deadline) {
+      checks++;
+      last_deadline = tickclock__g_reval_deadline;
+    }
+    nanosleep(&pause, nullptr);
+  }
+  g_counting = false;
+  tickclock_revalidate_every(0);
+  MESSAGE(checks << " periodic checks, " << g_allocs.load() << " allocations");
+  CHECK(tickclock_info_get()->read_path == TICKCLOCK_READ_COUNTER);
+  CHECK(checks > 50);
+  CHECK(g_allocs.load() == 0);
+}
