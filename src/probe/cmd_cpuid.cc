@@ -4,7 +4,10 @@
 // decoder and frequency rules. --dump prints the leaves in the fixture
 // format of DESIGN.md, so a user on a new CPU or hypervisor can contribute
 // one; --json prints the keys DESIGN.md fixes (absent data is null).
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -17,6 +20,7 @@
 #include "internal.h"
 #include "src/probe/commands.h"
 #include "src/probe/json.h"
+#include "src/probe/util.h"
 
 namespace tickclock_probe {
 namespace {
@@ -277,39 +281,36 @@ void print_fixture_decision(const tickclock_fixture &fx) {
 }  // namespace
 
 int cmd_cpuid(int argc, char **argv) {
-  const char *file = nullptr;
-  bool dump = false, json = false;
-  for (int i = 1; i < argc; i++) {
-    if (std::strcmp(argv[i], "--file") == 0) {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "tickclock-probe cpuid: --file needs a path\n");
-        return 2;
-      }
-      file = argv[++i];
-    } else if (std::strncmp(argv[i], "--file=", 7) == 0) {
-      file = argv[i] + 7;
-    } else if (std::strcmp(argv[i], "--dump") == 0) {
+  std::string file;
+  bool have_file = false, dump = false, json = false;
+  parse_options(argc, argv, "--file FILE, --dump, --json", [&](const Option &o) {
+    if (o.name == "--file") {
+      file = o.value();
+      have_file = true;
+    } else if (o.is_flag("--dump")) {
       dump = true;
-    } else if (std::strcmp(argv[i], "--json") == 0) {
+    } else if (o.is_flag("--json")) {
       json = true;
-    } else if (std::strcmp(argv[i], "--help") == 0) {
-      std::printf("usage: tickclock-probe cpuid [--file F] [--dump] [--json]\n");
-      return 0;
     } else {
-      std::fprintf(stderr, "tickclock-probe cpuid: unknown argument '%s'\n", argv[i]);
-      return 2;
+      return false;
     }
-  }
-  if (dump && json) {
-    std::fprintf(stderr, "tickclock-probe cpuid: --dump and --json are exclusive\n");
-    return 2;
-  }
+    return true;
+  });
+  if (dump && json) throw UsageError{"--dump and --json are exclusive"};
   tickclock_x86_facts x;
-  if (file) {
-    FILE *f = std::fopen(file, "rb");
+  if (have_file) {
+    // O_NONBLOCK: a FIFO is refused at once instead of waiting for a writer
+    int fd = open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) throw UsageError{file + ":0: cannot open: " + std::strerror(errno)};
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      close(fd);
+      throw UsageError{file + ":0: not a regular file (expected a fixture: LEAF SUBLEAF EAX EBX ECX EDX lines)"};
+    }
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
-      std::fprintf(stderr, "%s:0: cannot open: %s\n", file, std::strerror(errno));
-      return 2;
+      close(fd);
+      throw UsageError{file + ":0: cannot open: " + std::strerror(errno)};
     }
     std::string buf;
     char chunk[65536];
@@ -321,16 +322,11 @@ int cmd_cpuid(int argc, char **argv) {
     bool bad = std::ferror(f) != 0;
     int e = errno;
     std::fclose(f);
-    if (bad) {
-      std::fprintf(stderr, "%s:0: cannot read: %s\n", file, std::strerror(e));
-      return 2;
-    }
+    if (bad) throw UsageError{file + ":0: cannot read: " + std::strerror(e)};
     std::unique_ptr<tickclock_fixture> fx(new tickclock_fixture);
     char err[512];
-    if (tickclock_fixture_parse(buf.data(), buf.size(), file, fx.get(), err, sizeof err) != 0) {
-      std::fprintf(stderr, "%s\n", err);
-      return 2;
-    }
+    if (tickclock_fixture_parse(buf.data(), buf.size(), file.c_str(), fx.get(), err, sizeof err) != 0)
+      throw UsageError{err};
     if (dump) {
       std::vector<Leaf> leaves;
       for (unsigned i = 0; i < fx->n_leaves; i++)
@@ -343,7 +339,7 @@ int cmd_cpuid(int argc, char **argv) {
       print_json(x);
       return 0;
     }
-    print_human(x, file);
+    print_human(x, esc(file).c_str());
     print_fixture_decision(*fx);
     return 0;
   }
@@ -357,8 +353,7 @@ int cmd_cpuid(int argc, char **argv) {
   else print_human(x, "this CPU");
   return 0;
 #else
-  std::fprintf(stderr, "tickclock-probe cpuid: this CPU is not x86; use --file\n");
-  return 2;
+  throw UsageError{"this CPU is not x86; use --file"};
 #endif
 }
 
