@@ -494,9 +494,12 @@ int cmd_validate(int argc, char **argv) {
                  tsc_faults.applicable ? traps(tsc_faults.rdtsc) : "unknown");
     std::fprintf(fx, "# observed.vdso_traps_after_pr_set_tsc: %s\n",
                  tsc_faults.applicable ? traps(tsc_faults.vdso) : "unknown");
-    for (const Item &it : items)
-      std::fprintf(fx, "# validate.%s: %s: %s\n", it.name.c_str(), it.status.c_str(),
-                   esc(it.detail).c_str());
+    // the status as metadata (short), the detail as a plain comment (a
+    // metadata value is limited in length)
+    for (const Item &it : items) {
+      std::fprintf(fx, "# validate.%s: %s\n", it.name.c_str(), it.status.c_str());
+      std::fprintf(fx, "#   [%s] %s %s\n", it.status.c_str(), it.name.c_str(), esc(it.detail).c_str());
+    }
     if (counter) std::fprintf(fx, "# calibration_hz: %" PRIu64 "/%" PRIu64 "\n", info->hz_num, info->hz_den);
     for (unsigned k = 0; k < info->n_candidates; k++)
       if (info->candidates[k].read_ns > 0)

@@ -59,6 +59,42 @@ P validate --seconds 0.5 --json --fixture-out "$tmp/fx.cpuid" > "$tmp/validate.j
 check "validate exit is its verdict" json_has "$tmp/validate.json" \
   "(d['verdict']=='PASS') == ($rc==0) and (d['verdict']=='FAIL') == ($rc==1) and {c['name'] for c in d['checks']} >= {'cpuid','clocksource','frequency','drift','monotonic','warp','read_cost','pr_set_tsc'} and all(c['status'] in ('PASS','FAIL','SKIP') for c in d['checks']) and d['unfinished'] == []"
 check "validate wrote a fixture" grep -q "^# expect.source: " "$tmp/fx.cpuid"
+check "validate's fixture records PR_SET_TSC as in its JSON" json_has "$tmp/validate.json" \
+  "open('$tmp/fx.cpuid').read().count('# observed.pr_set_tsc_traps: ' + {True: 'yes', False: 'no', None: 'unknown'}[next(c for c in d['checks'] if c['name']=='pr_set_tsc')['enforced']] + chr(10)) == 1"
+# A host already in tests/fixtures/hosts (same CPUID signature, hypervisor
+# and clocksource) must behave as recorded: the same automatic source and
+# the same PR_SET_TSC enforcement. A new host is named so it gets captured.
+hosts_dir=${2:-}
+if [[ -n $hosts_dir && -d $hosts_dir ]]; then
+  python3 - "$tmp/fx.cpuid" "$tmp/validate.json" "$hosts_dir" > "$tmp/host.txt" <<'PY'
+import glob, json, os, sys
+def key(path):
+    leaf1 = hv = cs = None
+    for line in open(path):
+        if line.startswith('# clocksource:'): cs = line.split(':', 1)[1].strip()
+        f = line.split()
+        if len(f) == 6 and not line.startswith('#'):
+            if f[0] == '00000001' and f[1] == '00000000': leaf1 = f[2]
+            if f[0] == '40000000' and f[1] == '00000000': hv = tuple(f[3:])
+    return (leaf1, hv, cs)
+def meta(path, k):
+    for line in open(path):
+        if line.startswith('# ' + k + ':'): return line.split(':', 1)[1].strip()
+here = key(sys.argv[1])
+v = json.load(open(sys.argv[2]))
+pst = next(c for c in v['checks'] if c['name'] == 'pr_set_tsc')
+for h in sorted(glob.glob(os.path.join(sys.argv[3], '*.cpuid'))):
+    if key(h) != here: continue
+    want_src, want_traps = meta(h, 'expect.source'), meta(h, 'observed.pr_set_tsc_traps')
+    got_traps = {True: 'yes', False: 'no', None: 'unknown'}[pst.get('enforced')]
+    print('known host', os.path.basename(h), 'source', v['source'], 'want', want_src, 'pr_set_tsc traps', got_traps, 'want', want_traps)
+    sys.exit(0 if (v['source'] == want_src and (want_traps == 'unknown' or got_traps == want_traps)) else 1)
+print('new host: not in', sys.argv[3], '- capture it: tickclock-probe validate --fixture-out tests/fixtures/hosts/NAME.cpuid')
+PY
+  rc=$?
+  cat "$tmp/host.txt"
+  check "a known host chooses and traps as its fixture recorded" test $rc -eq 0
+fi
 # the frequency check lists every source; one that gave nothing reads
 # "none", not "0.000000 MHz". Needs the counter in use: force it.
 counter=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(next((c['source'] for c in d['candidates'] if c['source'] not in ('system','qpc')), ''))" "$tmp/report.json")
