@@ -90,10 +90,15 @@ for h in sorted(glob.glob(os.path.join(sys.argv[3], '*.cpuid'))):
     print('known host', os.path.basename(h), 'source', v['source'], 'want', want_src, 'pr_set_tsc traps', got_traps, 'want', want_traps)
     sys.exit(0 if (v['source'] == want_src and (want_traps == 'unknown' or got_traps == want_traps)) else 1)
 print('new host: not in', sys.argv[3], '- capture it: tickclock-probe validate --fixture-out tests/fixtures/hosts/NAME.cpuid')
+sys.exit(3)
 PY
   rc=$?
   cat "$tmp/host.txt"
-  check "a known host chooses and traps as its fixture recorded" test $rc -eq 0
+  if [[ $rc -eq 3 ]]; then
+    echo "skip known-host check: this host has no fixture yet"
+  else
+    check "a known host chooses and traps as its fixture recorded" test $rc -eq 0
+  fi
 fi
 # the frequency check lists every source; one that gave nothing reads
 # "none", not "0.000000 MHz". Needs the counter in use: force it.
@@ -294,7 +299,7 @@ timing_total() {
   ms=$(( (end - start) / 1000000 ))
   # measured time within the budget (every source together), and the whole
   # command well under what a per-source budget would take (8 sources: 8 s)
-  json_has "$tmp/tt.json" "d['seconds'] == 1 and d['measured_seconds'] <= 1.1 and len(d['sources']) >= 2 and abs(d['seconds_per_source'] * sum(1 for x in d['sources'] if x['usable']) - 1) < 1e-9" || {
+  json_has "$tmp/tt.json" "d['seconds'] == 1 and d['measured_seconds'] <= 1.1 and len(d['sources']) >= 2 and abs(d['seconds_per_source'] * sum(1 for x in d['sources'] if x['usable']) - 1) < 1e-5" || {
     echo "timing JSON: $(head -c 300 "$tmp/tt.json")" > "$tmp/why"; return 1; }
   if (( ms > 4000 )); then echo "timing --seconds 1 took $ms ms" > "$tmp/why"; return 1; fi
 }
