@@ -215,9 +215,10 @@ void print_human(const tickclock_x86_facts &x, const char *what) {
     std::printf("  no CPUID\n");
     return;
   }
-  std::printf("  vendor        %s (max basic leaf 0x%x, max extended leaf 0x%x)\n", x.vendor,
+  // register bytes from a file can be anything: printed escaped
+  std::printf("  vendor        %s (max basic leaf 0x%x, max extended leaf 0x%x)\n", esc(x.vendor).c_str(),
               (unsigned)x.max_leaf, (unsigned)x.max_ext_leaf);
-  std::printf("  brand         %s\n", x.brand[0] ? x.brand : "(none)");
+  std::printf("  brand         %s\n", x.brand[0] ? esc(x.brand).c_str() : "(none)");
   std::printf("  family/model  0x%x / 0x%x, stepping %u\n", (unsigned)x.family, (unsigned)x.model,
               (unsigned)x.stepping);
   std::printf("  TSC %s, RDTSCP %s, invariant TSC %s, TSC_ADJUST %s, hypervisor bit %s\n",
@@ -230,7 +231,7 @@ void print_human(const tickclock_x86_facts &x, const char *what) {
     std::printf("  leaf 0x16     base %u MHz, max %u MHz, bus %u MHz\n", (unsigned)x.base_mhz,
                 (unsigned)x.max_mhz, (unsigned)x.bus_mhz);
   if (x.hv_valid) {
-    std::printf("  hypervisor    '%s', max leaf 0x%08x\n", x.hv_signature, (unsigned)x.hv_max_leaf);
+    std::printf("  hypervisor    '%s', max leaf 0x%08x\n", esc(x.hv_signature).c_str(), (unsigned)x.hv_max_leaf);
     if (x.kvm_base)
       std::printf("  KVM           base 0x%08x, features 0x%08x, hints 0x%08x\n",
                   (unsigned)x.kvm_base, (unsigned)x.kvm_features, (unsigned)x.kvm_hints);
@@ -263,18 +264,19 @@ void print_fixture_decision(const tickclock_fixture &fx) {
   tickclock_evidence ev;
   tickclock_fixture_evidence(&fx, &ev);
   std::unique_ptr<tickclock_info> info(new tickclock_info);
+  // metadata values come from the file: printed escaped
   std::printf("Decision (clocksource '%s', available '%s'):\n",
-              ev.clocksource_known ? ev.clocksource : "not stated",
-              ev.available_known ? ev.available_clocksource : "not stated");
+              ev.clocksource_known ? esc(ev.clocksource).c_str() : "not stated",
+              ev.available_known ? esc(ev.available_clocksource).c_str() : "not stated");
   if (tickclock_decide(&ev, info.get()) != 0) {
     std::printf("  the TSC would be used, after a calibration (add '# calibration_hz: HZ' to "
                 "see the frequency choice)\n");
     return;
   }
-  std::printf("  %s\n", info->why);
+  std::printf("  %s\n", esc(info->why).c_str());
   for (unsigned i = 0; i < info->n_freqs; i++) {
     const tickclock_freq_candidate &c = info->freqs[i];
-    std::printf("  frequency %-24s %s\n", c.name, c.reason);
+    std::printf("  frequency %-24s %s\n", c.name, esc(c.reason).c_str());
   }
 }
 

@@ -223,6 +223,16 @@ check "escaped: cpuid --file name" esc_case cpuid --file "$tmp/no${nl_esc}such.c
 check "escaped: timing --svg path" esc_case timing --seconds 0.1 --svg "/nonexistent/a${nl_esc}.svg"
 check "escaped: validate --fixture-out path" esc_case validate --seconds 0.1 --fixture-out "/nonexistent/a${nl_esc}.cpuid"
 check "escaped: unknown subcommand" esc_case "frob${nl_esc}"
+# a fixture whose metadata and register bytes carry ESC: the decoded text
+# shows them escaped, never raw
+esc_fixture() {
+  printf '# clocksource: tsc\033[2J\n00000000 00000000 0000000d 756e6547 6c65741b 49656e69\n' > "$tmp/escfx.cpuid"
+  P cpuid --file "$tmp/escfx.cpuid" > "$tmp/out" 2> "$tmp/err" || return 1
+  if python3 -c "import sys; b=open(sys.argv[1],'rb').read(); sys.exit(0 if b'\x1b' not in b and b'\\\\x1b' in b else 1)" "$tmp/out"; then return 0; fi
+  echo "raw ESC in, or escape missing from: $(head -c 300 "$tmp/out" | cat -v)" > "$tmp/why"
+  return 1
+}
+check "escaped: cpuid --file text decoded from the file" esc_fixture
 
 # ---- --help, -h, --version -----------------------------------------------------
 helps() { # subcommand or "", flag
