@@ -92,8 +92,8 @@ expect_exit2() {  # what, pattern, command...
 printf '00000000 00000000 0000000d 756e6547 6c65746e 49656e69\n# fine\n00000001 00000000 zz\n' > "$tmp/bad.cpuid"
 expect_exit2 "malformed fixture" "bad.cpuid:3: " run "$probe" cpuid --json --file "$tmp/bad.cpuid"
 expect_exit2 "missing file" "nonexistent.cpuid:0: cannot open" run "$probe" cpuid --file "$tmp/nonexistent.cpuid"
-expect_exit2 "unknown flag" "unknown argument '--bogus'" run "$probe" cpuid --bogus
-expect_exit2 "--file without a path" "--file needs a path" run "$probe" cpuid --file
+expect_exit2 "unknown flag" "tickclock-probe cpuid: unknown option '--bogus' .expected --file FILE, --dump, --json." run "$probe" cpuid --bogus
+expect_exit2 "--file without a path" "tickclock-probe cpuid: --file needs a value" run "$probe" cpuid --file
 expect_exit2 "unknown subcommand" "unknown subcommand 'nope'" run "$probe" nope
 
 # --dump of a fixture reproduces its leaves; a native --dump parses back

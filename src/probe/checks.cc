@@ -92,6 +92,7 @@ std::vector<WarpPair> warp_test(uint64_t (*rd)(), double seconds) {
     w.backward = backward;
     w.max_warp_ticks = maxwarp;
     w.pinned = pinned.load() == 2;
+    w.completed = !interrupted();
     out.push_back(w);
   }
   return out;
@@ -129,6 +130,7 @@ std::vector<MonoCpu> monotonic_per_cpu(uint64_t (*fast)(), uint64_t (*ordered)()
       }
     });
     t.join();
+    m.completed = !interrupted();
     out.push_back(m);
   }
   return out;

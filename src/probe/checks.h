@@ -17,6 +17,7 @@ struct WarpPair {
   uint64_t backward = 0;       // observations of time going backwards
   uint64_t max_warp_ticks = 0;
   bool pinned = false;         // both threads were pinned as asked
+  bool completed = false;      // ran its whole share (not cut short by Ctrl-C)
 };
 
 // Linux tsc_sync-style: two threads pinned to a pair of CPUs take a lock,
@@ -30,6 +31,7 @@ struct MonoCpu {
   bool pinned = false;
   uint64_t reads = 0;
   uint64_t backward = 0;
+  bool completed = false;  // ran its whole share (not cut short by Ctrl-C)
 };
 // A thread pinned to each CPU in turn reads in a tight loop (fast and
 // ordered variants alternately), counting backward steps.

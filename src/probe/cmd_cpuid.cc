@@ -4,7 +4,10 @@
 // decoder and frequency rules. --dump prints the leaves in the fixture
 // format of DESIGN.md, so a user on a new CPU or hypervisor can contribute
 // one; --json prints the keys DESIGN.md fixes (absent data is null).
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -17,6 +20,7 @@
 #include "internal.h"
 #include "src/probe/commands.h"
 #include "src/probe/json.h"
+#include "src/probe/util.h"
 
 namespace tickclock_probe {
 namespace {
@@ -211,9 +215,10 @@ void print_human(const tickclock_x86_facts &x, const char *what) {
     std::printf("  no CPUID\n");
     return;
   }
-  std::printf("  vendor        %s (max basic leaf 0x%x, max extended leaf 0x%x)\n", x.vendor,
+  // register bytes from a file can be anything: printed escaped
+  std::printf("  vendor        %s (max basic leaf 0x%x, max extended leaf 0x%x)\n", esc(x.vendor).c_str(),
               (unsigned)x.max_leaf, (unsigned)x.max_ext_leaf);
-  std::printf("  brand         %s\n", x.brand[0] ? x.brand : "(none)");
+  std::printf("  brand         %s\n", x.brand[0] ? esc(x.brand).c_str() : "(none)");
   std::printf("  family/model  0x%x / 0x%x, stepping %u\n", (unsigned)x.family, (unsigned)x.model,
               (unsigned)x.stepping);
   std::printf("  TSC %s, RDTSCP %s, invariant TSC %s, TSC_ADJUST %s, hypervisor bit %s\n",
@@ -226,7 +231,7 @@ void print_human(const tickclock_x86_facts &x, const char *what) {
     std::printf("  leaf 0x16     base %u MHz, max %u MHz, bus %u MHz\n", (unsigned)x.base_mhz,
                 (unsigned)x.max_mhz, (unsigned)x.bus_mhz);
   if (x.hv_valid) {
-    std::printf("  hypervisor    '%s', max leaf 0x%08x\n", x.hv_signature, (unsigned)x.hv_max_leaf);
+    std::printf("  hypervisor    '%s', max leaf 0x%08x\n", esc(x.hv_signature).c_str(), (unsigned)x.hv_max_leaf);
     if (x.kvm_base)
       std::printf("  KVM           base 0x%08x, features 0x%08x, hints 0x%08x\n",
                   (unsigned)x.kvm_base, (unsigned)x.kvm_features, (unsigned)x.kvm_hints);
@@ -259,57 +264,55 @@ void print_fixture_decision(const tickclock_fixture &fx) {
   tickclock_evidence ev;
   tickclock_fixture_evidence(&fx, &ev);
   std::unique_ptr<tickclock_info> info(new tickclock_info);
+  // metadata values come from the file: printed escaped
   std::printf("Decision (clocksource '%s', available '%s'):\n",
-              ev.clocksource_known ? ev.clocksource : "not stated",
-              ev.available_known ? ev.available_clocksource : "not stated");
+              ev.clocksource_known ? esc(ev.clocksource).c_str() : "not stated",
+              ev.available_known ? esc(ev.available_clocksource).c_str() : "not stated");
   if (tickclock_decide(&ev, info.get()) != 0) {
     std::printf("  the TSC would be used, after a calibration (add '# calibration_hz: HZ' to "
                 "see the frequency choice)\n");
     return;
   }
-  std::printf("  %s\n", info->why);
+  std::printf("  %s\n", esc(info->why).c_str());
   for (unsigned i = 0; i < info->n_freqs; i++) {
     const tickclock_freq_candidate &c = info->freqs[i];
-    std::printf("  frequency %-24s %s\n", c.name, c.reason);
+    std::printf("  frequency %-24s %s\n", c.name, esc(c.reason).c_str());
   }
 }
 
 }  // namespace
 
 int cmd_cpuid(int argc, char **argv) {
-  const char *file = nullptr;
-  bool dump = false, json = false;
-  for (int i = 1; i < argc; i++) {
-    if (std::strcmp(argv[i], "--file") == 0) {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "tickclock-probe cpuid: --file needs a path\n");
-        return 2;
-      }
-      file = argv[++i];
-    } else if (std::strncmp(argv[i], "--file=", 7) == 0) {
-      file = argv[i] + 7;
-    } else if (std::strcmp(argv[i], "--dump") == 0) {
+  std::string file;
+  bool have_file = false, dump = false, json = false;
+  parse_options(argc, argv, "--file FILE, --dump, --json", [&](const Option &o) {
+    if (o.name == "--file") {
+      file = o.value();
+      have_file = true;
+    } else if (o.is_flag("--dump")) {
       dump = true;
-    } else if (std::strcmp(argv[i], "--json") == 0) {
+    } else if (o.is_flag("--json")) {
       json = true;
-    } else if (std::strcmp(argv[i], "--help") == 0) {
-      std::printf("usage: tickclock-probe cpuid [--file F] [--dump] [--json]\n");
-      return 0;
     } else {
-      std::fprintf(stderr, "tickclock-probe cpuid: unknown argument '%s'\n", argv[i]);
-      return 2;
+      return false;
     }
-  }
-  if (dump && json) {
-    std::fprintf(stderr, "tickclock-probe cpuid: --dump and --json are exclusive\n");
-    return 2;
-  }
+    return true;
+  });
+  if (dump && json) throw UsageError{"--dump and --json are exclusive"};
   tickclock_x86_facts x;
-  if (file) {
-    FILE *f = std::fopen(file, "rb");
+  if (have_file) {
+    // O_NONBLOCK: a FIFO is refused at once instead of waiting for a writer
+    int fd = open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) throw UsageError{file + ":0: cannot open: " + std::strerror(errno)};
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      close(fd);
+      throw UsageError{file + ":0: not a regular file (expected a fixture: LEAF SUBLEAF EAX EBX ECX EDX lines)"};
+    }
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
-      std::fprintf(stderr, "%s:0: cannot open: %s\n", file, std::strerror(errno));
-      return 2;
+      close(fd);
+      throw UsageError{file + ":0: cannot open: " + std::strerror(errno)};
     }
     std::string buf;
     char chunk[65536];
@@ -321,16 +324,11 @@ int cmd_cpuid(int argc, char **argv) {
     bool bad = std::ferror(f) != 0;
     int e = errno;
     std::fclose(f);
-    if (bad) {
-      std::fprintf(stderr, "%s:0: cannot read: %s\n", file, std::strerror(e));
-      return 2;
-    }
+    if (bad) throw UsageError{file + ":0: cannot read: " + std::strerror(e)};
     std::unique_ptr<tickclock_fixture> fx(new tickclock_fixture);
     char err[512];
-    if (tickclock_fixture_parse(buf.data(), buf.size(), file, fx.get(), err, sizeof err) != 0) {
-      std::fprintf(stderr, "%s\n", err);
-      return 2;
-    }
+    if (tickclock_fixture_parse(buf.data(), buf.size(), file.c_str(), fx.get(), err, sizeof err) != 0)
+      throw UsageError{err};
     if (dump) {
       std::vector<Leaf> leaves;
       for (unsigned i = 0; i < fx->n_leaves; i++)
@@ -343,7 +341,7 @@ int cmd_cpuid(int argc, char **argv) {
       print_json(x);
       return 0;
     }
-    print_human(x, file);
+    print_human(x, esc(file).c_str());
     print_fixture_decision(*fx);
     return 0;
   }
@@ -357,8 +355,7 @@ int cmd_cpuid(int argc, char **argv) {
   else print_human(x, "this CPU");
   return 0;
 #else
-  std::fprintf(stderr, "tickclock-probe cpuid: this CPU is not x86; use --file\n");
-  return 2;
+  throw UsageError{"this CPU is not x86; use --file"};
 #endif
 }
 

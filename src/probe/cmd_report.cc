@@ -36,7 +36,7 @@ int cmd_report(int argc, char **argv) {
     std::string o = "{\"source\":" + json_str(i->source_name);
     o += ",\"why\":" + json_str(i->why);
     o += ",\"forced\":" + json_b(i->forced);
-    o += ",\"frequency\":{\"hz\":" + json_num(i->hz) + ",\"num\":" + json_u(i->hz_num) +
+    o += ",\"frequency\":{\"hz\":" + json_hz(i->hz) + ",\"num\":" + json_u(i->hz_num) +
          ",\"den\":" + json_u(i->hz_den) + ",\"method\":" + json_str(method) +
          ",\"uncertainty_ppm\":" + json_num(i->uncertainty_ppm) + "}";
     o += ",\"resolution_ns\":" + json_num(i->resolution_ns);
@@ -52,7 +52,9 @@ int cmd_report(int argc, char **argv) {
     for (unsigned k = 0; k < i->n_freqs; k++) {
       const tickclock_freq_candidate &f = i->freqs[k];
       o += (k ? "," : "") + std::string("{\"name\":") + json_str(f.name) +
-           ",\"available\":" + json_b(f.hz > 0) + ",\"hz\":" + (f.hz > 0 ? json_num(f.hz) : "null") + ",\"checked\":" + json_b(f.checked) +
+           ",\"available\":" + json_b(f.hz > 0) + ",\"hz\":" + (f.hz > 0 ? json_hz(f.hz) : "null") +
+           ",\"num\":" + (f.hz > 0 ? json_u(f.hz_num) : "null") +
+           ",\"den\":" + (f.hz > 0 ? json_u(f.hz_den) : "null") + ",\"checked\":" + json_b(f.checked) +
            ",\"ppm_vs_calibration\":" + (f.checked ? json_num(f.ppm_vs_calibration) : "null") +
            ",\"bound_ppm\":" + (f.checked ? json_num(f.bound_ppm) : "null") +
            ",\"usable\":" + json_b(f.usable) + ",\"chosen\":" + json_b(f.chosen) +

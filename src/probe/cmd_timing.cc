@@ -1,5 +1,9 @@
 // tickclock-probe timing [--seconds S] [--source NAME|all] [--json] [--svg F]
 //
+// --seconds S is the whole run's measuring time, split evenly between the
+// sources measured (a quarter of each share for the fixed-count loop, the
+// rest for the timed loop).
+//
 // pg_test_timing's job, for every read this machine has:
 //  - a fixed-count loop measuring just the read (the per-read cost without
 //    loop or histogram overhead, as suggested on pgsql-hackers);
@@ -9,8 +13,9 @@
 //    "Per loop time including overhead";
 //  - a log2 histogram, exact-ns buckets up to the 99.99th percentile, the
 //    largest duration, and every backward step (reported; exit status 1).
-// Every loop is bounded in time; Ctrl-C stops early and prints what was
-// gathered.
+// Every loop is bounded in time; Ctrl-C stops early, prints what was
+// gathered, says INCOMPLETE with the sources not (fully) measured and
+// exits 130.
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -29,6 +34,7 @@ struct Result {
   const Reader *r = nullptr;
   double read_ns = 0;      // fixed-count loop
   uint64_t fixed_reads = 0;
+  double fixed_seconds = 0;  // the fixed-count loop's time
   double loop_ns = 0;      // timed loop, per iteration
   uint64_t loops = 0;
   double seconds = 0;
@@ -53,6 +59,7 @@ void measure(const Reader &r, double seconds, Result *out) {
     if (t1 - t0 > budget) break;
   }
   out->fixed_reads = n;
+  out->fixed_seconds = (double)(t1 - t0) / 1e9;
   out->read_ns = n ? (double)(t1 - t0) / (double)n : 0;
   if (sink == 42) std::fputs("", stdout);  // keep the reads
 
@@ -158,11 +165,20 @@ std::string to_json(const Result &res) {
   return o + "]}";
 }
 
+std::string xml_text(const std::string &s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '<') o += "&lt;";
+    else if (c == '>') o += "&gt;";
+    else if (c == '&') o += "&amp;";
+    else o += c;
+  }
+  return o;
+}
+
 // One horizontal-bar chart per source: log2 duration buckets, bar length
 // on a log scale of the count (tails are rare but are the point).
-bool write_svg(const std::string &path, const std::vector<Result> &results) {
-  FILE *f = std::fopen(path.c_str(), "w");
-  if (!f) return false;
+bool write_svg(FILE *f, const std::vector<Result> &results) {
   const int bar_w = 420, row_h = 16, left = 110, chart_gap = 40;
   std::vector<int> lastb;
   int total_rows = 0;
@@ -184,7 +200,7 @@ bool write_svg(const std::string &path, const std::vector<Result> &results) {
     std::fprintf(f,
                  "<text x='10' y='%d' font-weight='bold'>%s: %.2f ns per read, %.2f ns per "
                  "loop, max %llu ns%s</text>\n",
-                 y, r.r->what.c_str(), r.read_ns, r.loop_ns, (unsigned long long)r.h.max_ns,
+                 y, xml_text(r.r->what).c_str(), r.read_ns, r.loop_ns, (unsigned long long)r.h.max_ns,
                  r.h.backward ? ", BACKWARD STEPS" : "");
     y += 10;
     double maxlog = 0;
@@ -224,6 +240,9 @@ int cmd_timing(int argc, char **argv) {
                   else return false;
                   return true;
                 });
+  // the chart's file is opened before anything is measured: a bad path
+  // fails at once, not after the run
+  FILE *svg_file = svg.empty() ? nullptr : open_output("--svg", svg);
   std::vector<Reader> readers = all_readers();
   std::vector<const Reader *> chosen;
   std::string names;
@@ -231,30 +250,52 @@ int cmd_timing(int argc, char **argv) {
     names += (names.empty() ? "" : ", ") + r.name;
     if (source == "all" || source == r.name) chosen.push_back(&r);
   }
+  auto fail_usage = [&](const std::string &m) {
+    if (svg_file) std::fclose(svg_file);
+    throw UsageError{m};
+  };
   if (chosen.empty())
-    throw UsageError{"--source: unknown source '" + source + "' (expected all, " + names + ")"};
+    fail_usage("--source: unknown source '" + source + "' (expected all, " + names + ")");
   if (chosen.size() == 1 && !chosen[0]->usable)
-    throw UsageError{"--source " + source + ": not usable here: " + chosen[0]->why_not};
+    fail_usage("--source " + source + ": not usable here: " + chosen[0]->why_not);
 
-  install_sigint();
+  size_t n_usable = 0;
+  for (const Reader *r : chosen) n_usable += r->usable;
+  const double per_source = seconds / (double)(n_usable ? n_usable : 1);
   std::vector<Result> results;
   std::vector<const Reader *> skipped;
+  std::vector<std::string> unfinished;  // not measured, or cut short
   for (const Reader *r : chosen) {
     if (!r->usable) {
       skipped.push_back(r);
       continue;
     }
-    if (interrupted()) break;
+    if (interrupted()) {
+      unfinished.push_back(r->name);
+      continue;
+    }
     results.emplace_back();
-    measure(*r, seconds, &results.back());
+    measure(*r, per_source, &results.back());
+    if (interrupted()) unfinished.push_back(r->name + " (cut short)");
     if (!json) print_text(results.back());
   }
+  std::string unfinished_list;
+  for (const std::string &u : unfinished) unfinished_list += (unfinished_list.empty() ? "" : ", ") + u;
   uint64_t backward = 0;
-  for (const Result &r : results) backward += r.h.backward;
+  double measured_s = 0;
+  for (const Result &r : results) {
+    backward += r.h.backward;
+    measured_s += r.seconds + r.fixed_seconds;
+  }
+  const bool incomplete = interrupted();
   if (json) {
-    std::string o = "{\"command\":\"timing\",\"seconds_per_source\":" + json_num(seconds);
-    o += ",\"interrupted\":" + json_b(interrupted());
-    o += ",\"backward_steps\":" + json_u(backward) + ",\"sources\":[";
+    std::string o = "{\"command\":\"timing\",\"seconds\":" + json_num(seconds) +
+                    ",\"seconds_per_source\":" + json_num(per_source) +
+                    ",\"measured_seconds\":" + json_num(measured_s);
+    o += ",\"interrupted\":" + json_b(incomplete);
+    o += ",\"complete\":" + json_b(!incomplete) + ",\"unfinished\":[";
+    for (size_t i = 0; i < unfinished.size(); i++) o += (i ? "," : "") + json_str(unfinished[i]);
+    o += "],\"backward_steps\":" + json_u(backward) + ",\"sources\":[";
     for (size_t i = 0; i < results.size(); i++) o += (i ? "," : "") + to_json(results[i]);
     for (size_t i = 0; i < skipped.size(); i++)
       o += std::string(results.empty() && i == 0 ? "" : ",") + "{\"name\":" +
@@ -265,11 +306,19 @@ int cmd_timing(int argc, char **argv) {
     for (const Reader *r : skipped)
       std::printf("\n%s  (--source %s): SKIPPED: %s\n", r->what.c_str(), r->name.c_str(),
                   r->why_not.c_str());
-    if (interrupted()) std::printf("\ninterrupted: the figures above are what was gathered\n");
+    if (incomplete)
+      std::printf("\nINCOMPLETE: interrupted by %s; not finished: %s\n", interrupt_name(),
+                  unfinished_list.c_str());
   }
-  if (!svg.empty() && !write_svg(svg, results)) {
-    std::fprintf(stderr, "tickclock-probe timing: %s: cannot write the chart\n", svg.c_str());
-    return 2;
+  if (svg_file && (!write_svg(svg_file, results))) {
+    std::fprintf(stderr, "tickclock-probe timing: --svg %s: cannot write the chart\n",
+                 esc(svg).c_str());
+    return 3;
+  }
+  if (incomplete) {
+    std::fprintf(stderr, "tickclock-probe timing: INCOMPLETE: interrupted by %s; not finished: %s\n",
+                 interrupt_name(), unfinished_list.c_str());
+    return interrupted_exit();
   }
   return backward ? 1 : 0;
 }

@@ -1,5 +1,6 @@
 // tickclock-probe subcommands. Each returns the process exit status:
-// 0 success, 1 a check failed, 2 bad input (one-line error on stderr).
+// 0 success, 1 a check failed, 128 + N interrupted by signal N; bad input
+// is thrown as a UsageError (main prints one line, exit 2).
 #ifndef TICKCLOCK_PROBE_COMMANDS_H
 #define TICKCLOCK_PROBE_COMMANDS_H
 
@@ -8,7 +9,8 @@ namespace tickclock_probe {
 struct Command {
   const char *name;   // argv[1]; "" for the default report
   int (*run)(int argc, char **argv);  // argv[0] is the subcommand name
-  const char *usage;  // one line
+  const char *usage;  // one line: the synopsis
+  const char *help;   // what --help adds: a sentence and one line per option
 };
 
 #include <cstdio>

@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include "arch/x86.h"
@@ -43,21 +46,69 @@ double parse_seconds(const std::string &opt, const std::string &v, double max_s)
   return s;
 }
 
+std::string source_names() {
+  std::string v;
+  for (int s = 0; s < TICKCLOCK_SOURCE_COUNT_; s++)
+    v += (s ? ", " : "") + std::string(tickclock_source_name(s));
+  return v;
+}
+
 void force_source(const std::string &name) {
   int s = tickclock_source_from_name(name.c_str());
-  if (s < 0) throw UsageError{"--source: unknown source '" + name + "'"};
+  if (s < 0)
+    throw UsageError{"--source: unknown source '" + name + "' (expected one of " +
+                     source_names() + ")"};
   tickclock_config cfg = {s, 0, 0};
   if (tickclock_init(&cfg) != TICKCLOCK_OK)
     throw UsageError{"--source " + name + ": not usable here: " + tickclock_info_get()->why};
 }
 
+FILE *open_output(const std::string &opt, const std::string &path) {
+  if (path.empty()) throw UsageError{opt + ": expected a file name, got ''"};
+  // O_NONBLOCK: opening a FIFO without a reader fails (ENXIO) instead of
+  // waiting for one
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw UsageError{opt + " " + path + ": cannot open for writing: " + std::strerror(errno)};
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) {
+    close(fd);
+    throw UsageError{opt + " " + path + ": not a regular file"};
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  FILE *f = fdopen(fd, "w");
+  if (!f) {
+    close(fd);
+    throw UsageError{opt + " " + path + ": cannot open for writing: " + std::strerror(errno)};
+  }
+  return f;
+}
+
+std::string esc(const std::string &s) {
+  std::vector<char> buf(s.size() * 4 + 1);
+  tickclock__escape(buf.data(), buf.size(), s.c_str());
+  return buf.data();
+}
+
 namespace {
 volatile std::sig_atomic_t g_interrupted = 0;
-void on_sigint(int) { g_interrupted = 1; }
+void on_signal(int sig) { g_interrupted = sig; }
 }  // namespace
 
-void install_sigint() { std::signal(SIGINT, on_sigint); }
+void install_sigint() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);  // no SA_RESTART: sleeps end at once
+  sigaction(SIGTERM, &sa, nullptr);
+}
 bool interrupted() { return g_interrupted != 0; }
+int interrupt_signal() { return g_interrupted; }
+int interrupted_exit() { return 128 + g_interrupted; }
+const char *interrupt_name() {
+  return g_interrupted == SIGINT ? "SIGINT" : g_interrupted == SIGTERM ? "SIGTERM" : "a signal";
+}
 
 uint64_t mono_raw_ns() { return tickclock__os_now_raw(); }
 uint64_t mono_ns() { return tickclock__os_now(); }
@@ -210,6 +261,11 @@ std::string bar(double fraction, int width) {
 std::string json_num(double v) {
   if (!std::isfinite(v)) return "null";
   return fmt("%.6g", v);
+}
+
+std::string json_hz(double v) {
+  if (!std::isfinite(v)) return "null";
+  return fmt("%.17g", v);
 }
 
 }  // namespace tickclock_probe

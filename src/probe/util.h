@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ namespace tickclock_probe {
 struct UsageError {
   std::string message;
 };
+// Thrown by parse_options for --help / -h: main() prints that command's
+// usage on stdout and exits 0.
+struct HelpRequest {};
 
 struct Args {
   explicit Args(int argc, char **argv) : argc_(argc), argv_(argv), i_(1) {}
@@ -53,20 +57,40 @@ void parse_options(int argc, char **argv, const char *expected, F on) {
     Option o;
     o.args = &a;
     o.name = split_opt(a.next(), &o.inline_value, &o.has_value);
+    if ((o.name == "--help" || o.name == "-h") && !o.has_value) throw HelpRequest{};
     if (!on(o)) throw UsageError{"unknown option '" + o.name + "' (expected " + expected + ")"};
   }
 }
 
 // --source NAME for validate/warp: re-initialises tickclock with that
-// source forced, or throws a UsageError saying why it cannot be used here.
+// source forced, or throws a UsageError saying why it cannot be used here
+// (an unknown name: the list of valid ones).
 void force_source(const std::string &name);
+// "auto, system, tsc, cntvct, timebase, tod, rdtime, qpc"
+std::string source_names();
+
+// Opens an output file (--svg, --fixture-out) before any measurement, so
+// a bad path fails at once. A regular file or a character device
+// (/dev/null, /dev/full); a FIFO, directory or socket is refused without
+// blocking. Throws a UsageError naming the option and the path.
+FILE *open_output(const std::string &opt, const std::string &path);
+
+// User-supplied text (a file name, an environment value) as one line of
+// printable ASCII: control and non-ASCII bytes escaped (\n, \xHH).
+std::string esc(const std::string &s);
 
 double parse_seconds(const std::string &opt, const std::string &v, double max_s);
 
 // ---- Ctrl-C ------------------------------------------------------------------
-// Loops poll interrupted() and stop; the command then prints what it has.
+// SIGINT and SIGTERM set a flag; loops poll interrupted() and stop, and the
+// command prints what it has, says INCOMPLETE with what it did not finish
+// and exits 128 + the signal (130 for Ctrl-C). main() installs it for the
+// commands that measure, before anything else runs.
 void install_sigint();
 bool interrupted();
+int interrupt_signal();      // the signal that interrupted, 0 if none
+int interrupted_exit();      // 128 + interrupt_signal()
+const char *interrupt_name();  // "SIGINT", "SIGTERM"
 
 // ---- time ------------------------------------------------------------------
 uint64_t mono_raw_ns();
@@ -132,6 +156,8 @@ std::string fmt(const char *f, ...)
     ;
 std::string bar(double fraction, int width);
 std::string json_num(double v);  // finite -> number, else null
+// A frequency in full double precision (round-trips: %.17g), else null.
+std::string json_hz(double v);
 
 }  // namespace tickclock_probe
 

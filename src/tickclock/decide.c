@@ -113,6 +113,33 @@ void tickclock__strlcpy(char *dst, const char *src, size_t n) {
   dst[len] = '\0';
 }
 
+/* Copies src as printable ASCII: backslash, control bytes and bytes
+ * >= 0x7f become \\, \n, \r, \t or \xHH, so text that came from the user
+ * (an environment variable, a file name) prints as one line and cannot
+ * drive the terminal. Truncates between escapes, never inside one. */
+void tickclock__escape(char *dst, size_t n, const char *src) {
+  static const char hex[] = "0123456789abcdef";
+  size_t o = 0;
+  if (n == 0) return;
+  for (; *src; src++) {
+    unsigned char c = (unsigned char)*src;
+    char e[4];
+    size_t k = 0, j;
+    if (c == '\\') { e[k++] = '\\'; e[k++] = '\\'; }
+    else if (c == '\n') { e[k++] = '\\'; e[k++] = 'n'; }
+    else if (c == '\r') { e[k++] = '\\'; e[k++] = 'r'; }
+    else if (c == '\t') { e[k++] = '\\'; e[k++] = 't'; }
+    else if (c < 0x20 || c >= 0x7f) {
+      e[k++] = '\\'; e[k++] = 'x'; e[k++] = hex[c >> 4]; e[k++] = hex[c & 15];
+    } else {
+      e[k++] = (char)c;
+    }
+    if (o + k >= n) break;
+    for (j = 0; j < k; j++) dst[o++] = e[j];
+  }
+  dst[o] = '\0';
+}
+
 /* Can the arch counter be read without trapping? */
 int tickclock__counter_executable(const tickclock_evidence *ev, char *why, size_t n) {
   if (ev->arch_counter == 0) {
@@ -502,13 +529,15 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
   if (ev->cfg_source != TICKCLOCK_SOURCE_AUTO) {
     requested = ev->cfg_source;
     forced = 1;
-  } else if (ev->have_env) {
+  } else if (ev->have_env && ev->env_value[0] != '\0') { /* empty = unset */
     int s = tickclock_source_from_name(ev->env_value);
     if (s < 0) {
+      char shown[4 * sizeof ev->env_value];
+      tickclock__escape(shown, sizeof shown, ev->env_value);
       tickclock__fmt(out->env_error, sizeof out->env_error,
                "TICKCLOCK_SOURCE='%s' is not one of auto, system, tsc, cntvct, timebase, tod, "
                "rdtime, qpc; keeping the automatic choice",
-               ev->env_value);
+               shown);
     } else if (s != TICKCLOCK_SOURCE_AUTO) {
       requested = s;
       forced = 2;

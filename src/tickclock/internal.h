@@ -320,6 +320,9 @@ void tickclock__ratio_hz(uint64_t ticks, uint64_t ns, uint64_t *num, uint64_t *d
 
 /* Bounded string copy/format helpers (always NUL-terminate). */
 void tickclock__strlcpy(char *dst, const char *src, size_t n);
+/* src with backslash, control and non-ASCII bytes escaped (\\ \n \r \t \xHH):
+ * user-supplied text printed as one inert line. */
+void tickclock__escape(char *dst, size_t n, const char *src);
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 3, 4)))
 #endif

@@ -57,8 +57,49 @@ check "timing text has a histogram" grep -q "histogram of timing durations" "$tm
 # validate and warp
 P validate --seconds 0.5 --json --fixture-out "$tmp/fx.cpuid" > "$tmp/validate.json"; rc=$?
 check "validate exit is its verdict" json_has "$tmp/validate.json" \
-  "(d['verdict']=='PASS') == ($rc==0) and {c['name'] for c in d['checks']} >= {'cpuid','clocksource','frequency','drift','monotonic','warp','read_cost'} and all(c['status'] in ('PASS','FAIL','SKIP') for c in d['checks'])"
+  "(d['verdict']=='PASS') == ($rc==0) and (d['verdict']=='FAIL') == ($rc==1) and {c['name'] for c in d['checks']} >= {'cpuid','clocksource','frequency','drift','monotonic','warp','read_cost','pr_set_tsc'} and all(c['status'] in ('PASS','FAIL','SKIP') for c in d['checks']) and d['unfinished'] == []"
 check "validate wrote a fixture" grep -q "^# expect.source: " "$tmp/fx.cpuid"
+check "validate's fixture records PR_SET_TSC as in its JSON" json_has "$tmp/validate.json" \
+  "open('$tmp/fx.cpuid').read().count('# observed.pr_set_tsc_traps: ' + {True: 'yes', False: 'no', None: 'unknown'}[next(c for c in d['checks'] if c['name']=='pr_set_tsc')['enforced']] + chr(10)) == 1"
+# A host already in tests/fixtures/hosts (same CPUID signature, hypervisor
+# and clocksource) must behave as recorded: the same automatic source and
+# the same PR_SET_TSC enforcement. A new host is named so it gets captured.
+hosts_dir=${2:-}
+if [[ -n $hosts_dir && -d $hosts_dir ]]; then
+  python3 - "$tmp/fx.cpuid" "$tmp/validate.json" "$hosts_dir" > "$tmp/host.txt" <<'PY'
+import glob, json, os, sys
+def key(path):
+    leaf1 = hv = cs = None
+    for line in open(path):
+        if line.startswith('# clocksource:'): cs = line.split(':', 1)[1].strip()
+        f = line.split()
+        if len(f) == 6 and not line.startswith('#'):
+            if f[0] == '00000001' and f[1] == '00000000': leaf1 = f[2]
+            if f[0] == '40000000' and f[1] == '00000000': hv = tuple(f[3:])
+    return (leaf1, hv, cs)
+def meta(path, k):
+    for line in open(path):
+        if line.startswith('# ' + k + ':'): return line.split(':', 1)[1].strip()
+here = key(sys.argv[1])
+v = json.load(open(sys.argv[2]))
+pst = next(c for c in v['checks'] if c['name'] == 'pr_set_tsc')
+for h in sorted(glob.glob(os.path.join(sys.argv[3], '*.cpuid'))):
+    if key(h) != here: continue
+    want_src, want_traps = meta(h, 'expect.source'), meta(h, 'observed.pr_set_tsc_traps')
+    got_traps = {True: 'yes', False: 'no', None: 'unknown'}[pst.get('enforced')]
+    print('known host', os.path.basename(h), 'source', v['source'], 'want', want_src, 'pr_set_tsc traps', got_traps, 'want', want_traps)
+    sys.exit(0 if (v['source'] == want_src and (want_traps == 'unknown' or got_traps == want_traps)) else 1)
+print('new host: not in', sys.argv[3], '- capture it: tickclock-probe validate --fixture-out tests/fixtures/hosts/NAME.cpuid')
+sys.exit(3)
+PY
+  rc=$?
+  cat "$tmp/host.txt"
+  if [[ $rc -eq 3 ]]; then
+    echo "skip known-host check: this host has no fixture yet"
+  else
+    check "a known host chooses and traps as its fixture recorded" test $rc -eq 0
+  fi
+fi
 # the frequency check lists every source; one that gave nothing reads
 # "none", not "0.000000 MHz". Needs the counter in use: force it.
 counter=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(next((c['source'] for c in d['candidates'] if c['source'] not in ('system','qpc')), ''))" "$tmp/report.json")
@@ -88,9 +129,25 @@ one_error_line() { # rc, pattern (grep -F) the line must contain; reads $tmp/out
   echo "got exit $rc, $n stderr line(s), $(wc -c < "$tmp/out") bytes on stdout; want exit 2, one line with '$pat'; stderr: $(head -c 300 "$tmp/err" | tr '\n' '|')" > "$tmp/why"
   return 1
 }
+# the prefix every error line starts with: "tickclock-probe CMD: " for a
+# subcommand, "tickclock-probe: " for the report and unknown subcommands
+prefix_for() {
+  case "$1" in
+    timing|validate|warp|cpuid) echo "tickclock-probe $1: " ;;
+    *) echo "tickclock-probe: " ;;
+  esac
+}
+starts_with_prefix() { # cmd
+  local pre
+  pre=$(prefix_for "$1")
+  if [[ "$(head -c ${#pre} "$tmp/err")" != "$pre" ]]; then
+    echo "the error line does not start with '$pre': $(head -c 200 "$tmp/err")" > "$tmp/why"
+    return 1
+  fi
+}
 bad() { # args...
   P "$@" > "$tmp/out" 2> "$tmp/err"
-  one_error_line $? "tickclock-probe"
+  one_error_line $? "tickclock-probe" && starts_with_prefix "$1"
 }
 check "unknown subcommand" bad frobnicate
 check "unknown flag" bad timing --bogus
@@ -108,7 +165,7 @@ bad_at() { # where, args...
   local where=$1
   shift
   P "$@" > "$tmp/out" 2> "$tmp/err"
-  one_error_line $? "$where"
+  one_error_line $? "$where" && starts_with_prefix "$1"
 }
 printf '00000000 00000000 0000000d 756e6547 6c65746e 49656e69\nnot a leaf line\n' > "$tmp/bad1.cpuid"
 check "cpuid --file malformed line" bad_at "bad1.cpuid:2:" cpuid --file "$tmp/bad1.cpuid"
@@ -131,11 +188,179 @@ bad_env_timing() {
   [[ $? -eq 2 ]] && grep -q "TICKCLOCK_SOURCE" "$tmp/err"
 }
 env_auto() { TICKCLOCK_SOURCE=auto P --json > "$tmp/out"; }
-for v in sundial TSC " tsc" "" "tsc,system" "$(printf 'x%.0s' {1..100})"; do
+for v in sundial TSC " tsc" "tsc,system" "$(printf 'x%.0s' {1..100})"; do
   check "TICKCLOCK_SOURCE='${v:0:12}' report" bad_env_report "$v"
   check "TICKCLOCK_SOURCE='${v:0:12}' timing" bad_env_timing "$v"
 done
 check "TICKCLOCK_SOURCE=auto accepted" env_auto
+# empty is the same as unset: accepted, nothing on stderr, not forced
+env_empty() {
+  TICKCLOCK_SOURCE= P --json > "$tmp/out" 2> "$tmp/err" || return 1
+  [[ ! -s "$tmp/err" ]] && json_has "$tmp/out" "d['forced'] == False"
+}
+check "TICKCLOCK_SOURCE='' is unset" env_empty
+
+# ---- echoed user input never carries raw control bytes ----------------------
+no_raw_control() { # the stderr line has no byte < 0x20 but its final newline, and shows the escape
+  python3 - "$tmp/err" <<'PY'
+import sys
+b = open(sys.argv[1], 'rb').read()
+ok = b.endswith(b'\n') and not any(c < 0x20 or c == 0x7f for c in b[:-1]) and b'\\x1b' in b
+sys.exit(0 if ok else 1)
+PY
+}
+esc_case() { # args...  (each contains a newline and ESC somewhere)
+  P "$@" > "$tmp/out" 2> "$tmp/err"
+  one_error_line $? "tickclock-probe" && starts_with_prefix "$1" && no_raw_control
+}
+nl_esc=$'x\n\e[2Jy'
+esc_env() {
+  TICKCLOCK_SOURCE="bad${nl_esc}" P timing --seconds 0.1 > "$tmp/out" 2> "$tmp/err"
+  one_error_line $? "TICKCLOCK_SOURCE" && starts_with_prefix timing && no_raw_control
+}
+check "escaped: TICKCLOCK_SOURCE with a newline and ESC" esc_env
+check "escaped: cpuid --file name" esc_case cpuid --file "$tmp/no${nl_esc}such.cpuid"
+check "escaped: timing --svg path" esc_case timing --seconds 0.1 --svg "/nonexistent/a${nl_esc}.svg"
+check "escaped: validate --fixture-out path" esc_case validate --seconds 0.1 --fixture-out "/nonexistent/a${nl_esc}.cpuid"
+check "escaped: unknown subcommand" esc_case "frob${nl_esc}"
+# a fixture whose metadata and register bytes carry ESC: the decoded text
+# shows them escaped, never raw
+esc_fixture() {
+  printf '# clocksource: tsc\033[2J\n00000000 00000000 0000000d 756e6547 6c65741b 49656e69\n' > "$tmp/escfx.cpuid"
+  P cpuid --file "$tmp/escfx.cpuid" > "$tmp/out" 2> "$tmp/err" || return 1
+  if python3 -c "import sys; b=open(sys.argv[1],'rb').read(); sys.exit(0 if b'\x1b' not in b and b'\\\\x1b' in b else 1)" "$tmp/out"; then return 0; fi
+  echo "raw ESC in, or escape missing from: $(head -c 300 "$tmp/out" | cat -v)" > "$tmp/why"
+  return 1
+}
+check "escaped: cpuid --file text decoded from the file" esc_fixture
+
+# ---- --help, -h, --version -----------------------------------------------------
+helps() { # subcommand or "", flag
+  if [[ -n $1 ]]; then P "$1" "$2" > "$tmp/out" 2> "$tmp/err"; else P "$2" > "$tmp/out" 2> "$tmp/err"; fi
+  local rc=$?
+  if [[ $rc -eq 0 && ! -s "$tmp/err" ]] && head -1 "$tmp/out" | grep -q "^usage: tickclock-probe ${1:+$1 }"; then return 0; fi
+  echo "exit $rc, stderr '$(head -c 200 "$tmp/err")', stdout '$(head -c 200 "$tmp/out")'" > "$tmp/why"
+  return 1
+}
+for c in "" timing validate warp cpuid; do
+  for h in --help -h; do check "${c:-report} $h: usage on stdout, exit 0" helps "$c" "$h"; done
+done
+version() {
+  P --version > "$tmp/out" 2> "$tmp/err" && [[ ! -s "$tmp/err" ]] &&
+    grep -Eq '^tickclock-probe [0-9]+\.[0-9]+\.[0-9]+ \(tickclock [0-9]+\.[0-9]+\.[0-9]+\)$' "$tmp/out"
+}
+check "--version" version
+check "validate --source nope lists the valid names" bad_at "expected one of auto, system, tsc, cntvct, timebase, tod, rdtime, qpc" validate --source nope
+check "warp --source nope lists the valid names" bad_at "expected one of auto, system, tsc" warp --source nope
+check "timing --source nope lists the valid names" bad_at "expected all, tickclock_now, " timing --source nope
+
+# ---- JSON frequencies are exact --------------------------------------------------
+check "report: frequency hz is num/den to the last bit" json_has "$tmp/report.json" \
+  "d['frequency']['num'] > 0 and d['frequency']['den'] > 0 and d['frequency']['hz'] == d['frequency']['num'] / d['frequency']['den']"
+check "report: each frequency source has num/den and hz == num/den" json_has "$tmp/report.json" \
+  "all((f['hz'] is None and f['num'] is None) or (f['num'] > 0 and f['hz'] == f['num'] / f['den']) for f in d['frequency_sources'])"
+check "report text: hz not rounded to 6 digits in JSON" bash -c "grep -q '\"hz\":[0-9]\{7,\}' '$tmp/report.json'"
+
+# ---- output paths are checked before anything is measured ------------------------
+fast_fail() { # seconds-limit, args...   (a run that would measure for 30 s must fail at once)
+  local lim=$1 start end
+  shift
+  start=$(date +%s%N)
+  P "$@" > "$tmp/out" 2> "$tmp/err"
+  local rc=$?
+  end=$(date +%s%N)
+  one_error_line $rc "tickclock-probe" || return 1
+  if (( (end - start) / 1000000 > lim * 1000 )); then
+    echo "took $(( (end - start) / 1000000 )) ms: measured before checking the path" > "$tmp/why"
+    return 1
+  fi
+}
+check "timing --svg bad path fails before measuring" fast_fail 5 timing --seconds 30 --svg /nonexistent-dir/h.svg
+check "validate --fixture-out bad path fails before measuring" fast_fail 5 validate --seconds 30 --fixture-out /nonexistent-dir/x.cpuid
+check "validate --fixture-out a directory" bad_at "$tmp" validate --seconds 30 --fixture-out "$tmp"
+rm -f "$tmp/fifo"; mkfifo "$tmp/fifo"
+check "validate --fixture-out a FIFO without reader fails at once" fast_fail 5 validate --seconds 30 --fixture-out "$tmp/fifo"
+check "cpuid --file a FIFO is refused at once" fast_fail 5 cpuid --file "$tmp/fifo"
+check "cpuid --file a directory" bad_at "not a regular file" cpuid --file "$tmp"
+
+# ---- a write error on stdout is an error -------------------------------------------
+full() { # args...
+  P "$@" > /dev/full 2> "$tmp/err"
+  local rc=$? n
+  n=$(wc -l < "$tmp/err")
+  if [[ $rc -ne 0 && $rc -ne 1 && $rc -ne 2 && $n -eq 1 ]] && grep -q "cannot write the output" "$tmp/err"; then return 0; fi
+  echo "exit $rc, $n stderr line(s): $(head -c 200 "$tmp/err")" > "$tmp/why"
+  return 1
+}
+if [[ -w /dev/full ]]; then
+  check "report > /dev/full exits non-zero" full --json
+  check "cpuid --help > /dev/full exits non-zero" full cpuid --help
+  check "timing > /dev/full exits non-zero" full timing --seconds 0.1 --source clock_gettime
+else
+  echo "skip /dev/full checks: no /dev/full here"
+fi
+
+# ---- timing --seconds is the whole run ------------------------------------------------
+timing_total() {
+  local start end ms
+  start=$(date +%s%N)
+  P timing --seconds 1 --json > "$tmp/tt.json" 2> "$tmp/err" || [[ $? -eq 1 ]] || return 1
+  end=$(date +%s%N)
+  ms=$(( (end - start) / 1000000 ))
+  # measured time within the budget (every source together), and the whole
+  # command well under what a per-source budget would take (8 sources: 8 s)
+  json_has "$tmp/tt.json" "d['seconds'] == 1 and d['measured_seconds'] <= 1.1 and len(d['sources']) >= 2 and abs(d['seconds_per_source'] * sum(1 for x in d['sources'] if x['usable']) - 1) < 1e-5" || {
+    echo "timing JSON: $(head -c 300 "$tmp/tt.json")" > "$tmp/why"; return 1; }
+  if (( ms > 4000 )); then echo "timing --seconds 1 took $ms ms" > "$tmp/why"; return 1; fi
+}
+check "timing --seconds 1 takes about 1 s in all" timing_total
+
+# ---- an interrupted run is INCOMPLETE, lists what it did not finish, exits 130 ----------
+interrupt() { # out-file, args...: SIGINT every 0.5 s from 1 s on until it exits (a signal
+  # that lands before the handler is installed is ignored in a background job)
+  local out=$1
+  shift
+  ( exec "${runner[@]}" "$probe_bin" "$@" > "$out" 2> "$tmp/int.err" ) &
+  local pid=$! k
+  sleep 1
+  for k in $(seq 1 30); do
+    kill -INT "$pid" 2> /dev/null || break
+    sleep 0.5
+  done
+  wait "$pid"
+}
+int_validate() {
+  rm -f "$tmp/int.cpuid"
+  interrupt "$tmp/int.txt" validate --seconds 20 --fixture-out "$tmp/int.cpuid"
+  local rc=$?
+  if [[ $rc -eq 130 ]] && grep -q "^verdict: INCOMPLETE: interrupted by SIGINT; not finished: " "$tmp/int.txt" &&
+     grep -Eq "not finished: .*(drift|monotonic|warp|read_cost|pr_set_tsc)" "$tmp/int.txt" &&
+     grep -q "INCOMPLETE" "$tmp/int.err" && [[ ! -e "$tmp/int.cpuid" ]] && ! grep -q "verdict: PASS" "$tmp/int.txt"; then
+    return 0
+  fi
+  echo "exit $rc, fixture $([[ -e $tmp/int.cpuid ]] && echo kept || echo removed), stdout: $(tail -3 "$tmp/int.txt" | tr '\n' '|')" > "$tmp/why"
+  return 1
+}
+int_validate_json() {
+  interrupt "$tmp/int.json" validate --seconds 20 --json
+  local rc=$?
+  [[ $rc -eq 130 ]] && json_has "$tmp/int.json" \
+    "d['verdict'] == 'INCOMPLETE' and d['interrupted'] and len(d['unfinished']) >= 1 and all(c['status'] == 'INCOMPLETE' for c in d['checks'] if c['name'] in d['unfinished'])"
+}
+int_timing() {
+  interrupt "$tmp/int.json" timing --seconds 20 --json
+  local rc=$?
+  [[ $rc -eq 130 ]] && json_has "$tmp/int.json" "d['interrupted'] and not d['complete'] and len(d['unfinished']) >= 1"
+}
+int_warp() {
+  interrupt "$tmp/int.txt" warp --seconds 20
+  local rc=$?
+  [[ $rc -eq 130 ]] && grep -q "^INCOMPLETE: interrupted by SIGINT; not finished: " "$tmp/int.txt" && ! grep -q "no warp observed" "$tmp/int.txt"
+}
+check "validate interrupted: INCOMPLETE, unfinished listed, no fixture, exit 130" int_validate
+check "validate --json interrupted: verdict INCOMPLETE, exit 130" int_validate_json
+check "timing interrupted: incomplete, exit 130" int_timing
+check "warp interrupted: INCOMPLETE, exit 130" int_warp
 
 echo
 if [[ $fail -ne 0 ]]; then echo "probe_cli_test: FAILED"; exit 1; fi

@@ -83,14 +83,19 @@ TEST_CASE("TICKCLOCK_SOURCE=tsc forces the TSC where RDTSC can execute") {
 
 TEST_CASE("a bad TICKCLOCK_SOURCE is reported once on stderr and auto is kept") {
   int a = auto_choice();
-  setenv("TICKCLOCK_SOURCE", "bogus-clock", 1);
+  // a newline, an escape sequence (clear screen) and a non-ASCII byte in
+  // the value: echoed escaped, so the warning stays one inert line
+  setenv("TICKCLOCK_SOURCE", "bogus-clock\n\x1b[2J\xff\\", 1);
   std::string first = capture_stderr([] { CHECK(tickclock_init(NULL) == TICKCLOCK_OK); });
   CHECK(tickclock_info_get()->source == a);
   CHECK(tickclock_info_get()->forced == 0);
-  CHECK(std::strstr(tickclock_info_get()->env_error, "bogus-clock") != NULL);
+  const char *err = tickclock_info_get()->env_error;
+  CHECK(std::strstr(err, "TICKCLOCK_SOURCE='bogus-clock\\n\\x1b[2J\\xff\\\\'") != NULL);
+  for (const char *c = err; *c; c++) CHECK((unsigned char)*c >= 0x20);
   // one line, naming the variable and the value
-  CHECK(first.find("TICKCLOCK_SOURCE='bogus-clock'") != std::string::npos);
+  CHECK(first.find("TICKCLOCK_SOURCE='bogus-clock\\n\\x1b[2J\\xff\\\\'") != std::string::npos);
   CHECK(first.find('\n') == first.size() - 1);
+  CHECK(first.find('\x1b') == std::string::npos);
   std::string second = capture_stderr([] { CHECK(tickclock_init(NULL) == TICKCLOCK_OK); });
   CHECK(second.empty());
 }
@@ -115,4 +120,39 @@ TEST_CASE("tickclock_config wins over TICKCLOCK_SOURCE") {
   CHECK(tickclock_info_get()->source == TICKCLOCK_SOURCE_SYSTEM);
   CHECK(tickclock_info_get()->forced == 1);
   unsetenv("TICKCLOCK_SOURCE");
+}
+
+TEST_CASE("an empty TICKCLOCK_SOURCE is the same as an unset one") {
+  int a = auto_choice();
+  setenv("TICKCLOCK_SOURCE", "", 1);
+  std::string said = capture_stderr([] { CHECK(tickclock_init(NULL) == TICKCLOCK_OK); });
+  CHECK(said.empty());
+  CHECK(tickclock_info_get()->source == a);
+  CHECK(tickclock_info_get()->forced == 0);
+  CHECK(tickclock_info_get()->env_error[0] == '\0');
+  // the pure decider too, whatever the process reported before
+  tickclock_evidence ev;
+  tickclock__gather(NULL, &ev);
+  ev.have_env = 1;
+  ev.env_value[0] = '\0';
+  tickclock_info *out = new tickclock_info;
+  (void)tickclock_decide(&ev, out);
+  CHECK(out->env_error[0] == '\0');
+  CHECK(out->forced == 0);
+  delete out;
+  unsetenv("TICKCLOCK_SOURCE");
+}
+
+TEST_CASE("tickclock__escape: printable ASCII kept, everything else escaped, never cut inside an escape") {
+  char b[64];
+  tickclock__escape(b, sizeof b, "plain text-1.cpuid");
+  CHECK(std::string(b) == "plain text-1.cpuid");
+  tickclock__escape(b, sizeof b, "a\nb\tc\rd\\e\x01\x7f\x80\xff");
+  CHECK(std::string(b) == "a\\nb\\tc\\rd\\\\e\\x01\\x7f\\x80\\xff");
+  tickclock__escape(b, 6, "ab\x1b");  // room for "ab" + 3 chars: the 4-char escape does not fit
+  CHECK(std::string(b) == "ab");
+  tickclock__escape(b, 7, "ab\x1b");
+  CHECK(std::string(b) == "ab\\x1b");
+  tickclock__escape(b, 1, "abc");
+  CHECK(std::string(b) == "");
 }

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# ci/deps on a machine where nothing is installed yet, without touching the
+# real package database: stand-ins for dpkg-query, apt-cache, apt-get and
+# sudo on PATH. The stand-ins answer like the real tools do on a fresh
+# Debian 12 machine (dpkg-query: "no packages found", exit 1; apt-cache
+# policy: the Candidate line near the top, then a version table long enough
+# that a reader which stops early makes it die of SIGPIPE) and record every
+# apt-get call. The test asserts what ci/deps would install.
+#   ci/deps_test.sh PATH/TO/ci/deps
+set -uo pipefail
+deps=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+tmp=${TEST_TMPDIR:-$(mktemp -d)}
+fake=$tmp/fakebin
+mkdir -p "$fake"
+fail=0
+
+# INSTALLED: packages dpkg-query reports as installed (space separated);
+# NO_CANDIDATE: packages apt-cache knows with "Candidate: (none)";
+# UNKNOWN: packages apt-cache prints nothing for (not in any list).
+cat > "$fake/dpkg-query" <<'EOF'
+#!/usr/bin/env bash
+p=${!#}
+if [[ " ${FAKE_INSTALLED:-} " == *" $p "* ]]; then
+  printf 'install ok installed'
+  exit 0
+fi
+echo "dpkg-query: no packages found matching $p" >&2
+exit 1
+EOF
+cat > "$fake/apt-cache" <<'EOF'
+#!/usr/bin/env bash
+[[ $1 == policy ]] || { echo "apt-cache stand-in: unexpected '$*'" >&2; exit 100; }
+p=$2
+[[ " ${FAKE_UNKNOWN:-} " == *" $p "* ]] && exit 0
+cand="1:2.4.9-1"
+[[ " ${FAKE_NO_CANDIDATE:-} " == *" $p "* ]] && cand="(none)"
+echo "$p:"
+echo "  Installed: (none)"
+echo "  Candidate: $cand"
+echo "  Version table:"
+# The real version table of a package with many versions and mirrors; long
+# enough (about 200 KB, written line by line) to outlast a pipe buffer.
+for i in $(seq 1 3000); do
+  echo "     1:2.4.$i-$i 500"
+  echo "        500 http://deb.debian.org/debian bookworm/main amd64 Packages"
+done
+exit 0
+EOF
+cat > "$fake/apt-get" <<'EOF'
+#!/usr/bin/env bash
+echo "apt-get $*" >> "$FAKE_LOG"
+exit 0
+EOF
+cat > "$fake/sudo" <<'EOF'
+#!/usr/bin/env bash
+exec "$@"
+EOF
+chmod +x "$fake"/*
+
+run_deps() { # what..., with FAKE_* set by the caller; output in $tmp/out, log in $tmp/apt.log
+  : > "$tmp/apt.log"
+  FAKE_LOG=$tmp/apt.log PATH="$fake:$PATH" "$deps" "$@" > "$tmp/out" 2>&1
+}
+
+# the packages of the last "apt-get install" call, sorted, one line
+installed_pkgs() {
+  grep '^apt-get install' "$tmp/apt.log" | tail -1 | tr ' ' '\n' | grep -v -e '^-' -e '^apt-get$' -e '^install$' | sort | tr '\n' ' '
+}
+
+expect() { # description, got, want
+  if [[ "$2" == "$3" ]]; then
+    echo "ok   $1"
+  else
+    echo "FAIL $1: got '$2', want '$3'"
+    echo "---- ci/deps said:"; cat "$tmp/out"; echo "---- apt-get calls:"; cat "$tmp/apt.log"; echo "----"
+    fail=1
+  fi
+}
+
+sorted() { tr ' ' '\n' <<< "$*" | grep -v '^$' | sort | tr '\n' ' '; }
+HOST="bazel-bootstrap doctest-dev libhwy-dev libbenchmark-dev libabsl-dev cpuid g++ gcc python3"
+
+# 1. a fresh machine: nothing installed, everything has a candidate
+export FAKE_INSTALLED="" FAKE_NO_CANDIDATE="" FAKE_UNKNOWN=""
+run_deps host; rc=$?
+expect "fresh machine: exit 0" "$rc" 0
+expect "fresh machine: installs every host package" "$(installed_pkgs)" "$(sorted $HOST)"
+expect "fresh machine: apt-get update once" "$(grep -c '^apt-get update' "$tmp/apt.log")" 1
+expect "fresh machine: no 'no install candidate'" "$(grep -c 'no install candidate' "$tmp/out")" 0
+
+# 2. everything installed: no apt-get call at all
+export FAKE_INSTALLED="$HOST"
+run_deps host; rc=$?
+expect "provisioned machine: exit 0" "$rc" 0
+expect "provisioned machine: no apt-get call" "$(wc -l < "$tmp/apt.log" | tr -d ' ')" 0
+
+# 3. one package removed (what the CI's real run does with cpuid)
+export FAKE_INSTALLED="${HOST/cpuid /}"
+run_deps host; rc=$?
+expect "cpuid removed: exit 0" "$rc" 0
+expect "cpuid removed: installs only cpuid" "$(installed_pkgs)" "cpuid "
+
+# 4. a required package without a candidate: the others still install, exit 1
+export FAKE_INSTALLED="" FAKE_NO_CANDIDATE="libhwy-dev"
+run_deps host; rc=$?
+expect "no candidate: exit 1" "$rc" 1
+expect "no candidate: named" "$(grep -c '^ci/deps: no install candidate: libhwy-dev$' "$tmp/out")" 1
+expect "no candidate: the others install" "$(installed_pkgs)" "$(sorted ${HOST/libhwy-dev /})"
+
+# 5. matrix compilers: clang-13's optional runtime package is not in
+# Debian 12 (apt-cache prints nothing for it): skipped, not an error
+export FAKE_INSTALLED="$HOST" FAKE_NO_CANDIDATE="" FAKE_UNKNOWN="libclang-rt-13-dev"
+run_deps matrix clang-13 clang-19; rc=$?
+expect "matrix clang-13 clang-19: exit 0" "$rc" 0
+expect "matrix clang-13 clang-19: packages" "$(installed_pkgs)" "$(sorted clang-13 clang-19 libclang-rt-19-dev)"
+expect "matrix: optional package skipped" "$(grep -c 'optional package not in apt, skipped: libclang-rt-13-dev' "$tmp/out")" 1
+
+# 6. bad argument: one line, exit 2
+run_deps bogus; rc=$?
+expect "unknown argument: exit 2" "$rc" 2
+expect "unknown argument: one line" "$(wc -l < "$tmp/out" | tr -d ' ')" 1
+
+echo
+if [[ $fail -ne 0 ]]; then echo "deps_test: FAILED"; exit 1; fi
+echo "deps_test: all passed"
