@@ -40,8 +40,10 @@
 
 #define TICKCLOCK__SLOTS 16
 
+#if !defined(TICKCLOCK_STATIC) /* TICKCLOCK_STATIC: tickclock.h defines them */
 TICKCLOCK__SHARED int tickclock__g_source = 0;
 const tickclock_info *TICKCLOCK__SHARED tickclock__g_state = NULL;
+#endif
 
 static tickclock_info tickclock__slots[TICKCLOCK__SLOTS];
 static unsigned tickclock__next_slot = 0;
@@ -49,7 +51,9 @@ static TICKCLOCK__SHARED int tickclock__lock_word = 0;
 static int tickclock__env_reported = 0;
 
 /* Re-validation, all under the lock: what the state was checked against. */
+#if !defined(TICKCLOCK_STATIC)
 TICKCLOCK__SHARED uint64_t tickclock__g_reval_deadline = UINT64_MAX;
+#endif
 static uint32_t tickclock__reval_ms = 0;
 static int tickclock__anchor_ok = 0;        /* the published state is the counter */
 static uint64_t tickclock__anchor_ticks = 0; /* counter at publication */

@@ -6,7 +6,9 @@
 
 static const tickclock_platform *tickclock__plat = NULL;
 
+#if !defined(TICKCLOCK__SINGLE_HEADER) || defined(TICKCLOCK_TEST_API) /* test-only entry */
 void tickclock__set_platform(const tickclock_platform *p) { tickclock__plat = p; }
+#endif
 
 #define TICKCLOCK__P(member) (tickclock__plat != NULL && tickclock__plat->member != NULL)
 
