@@ -25,6 +25,10 @@ shift 4
 
 TEST_ONLY=(fixture.c)
 
+# The sources in a fixed order, whatever order the caller passed them in
+# (Bazel sorts a filegroup, CMake globs): both builds write the same file.
+mapfile -t srcs < <(printf '%s\n' "$@" | LC_ALL=C sort)
+
 # Lexical normalisation only (-s): inside a Bazel sandbox the inputs are
 # symlinks into the source tree, and resolving them would leak that path.
 norm() { realpath -m -s "$1"; }
@@ -120,7 +124,7 @@ PRAGMA
   # The internal declarations first, so no source's position decides
   # where they land (a test-only source must not be the first to include them).
   emit "$(dirname "$header")/internal.h"
-  for src in "$@"; do
+  for src in "${srcs[@]}"; do
     if is_test_only "$src"; then
       printf '#if defined(TICKCLOCK_TEST_API) /* test-only: %s */\n' "$(basename "$src")"
       emit "$src"
