@@ -13,7 +13,7 @@
  *
  * Vendoring: the amalgamated single header (bazel build //:single_header)
  * holds everything; `#define TICKCLOCK_IMPLEMENTATION` before including it
- * in exactly one .c/.cc file, first thing in that file.
+ * in exactly one .c/.cc file (any include order).
  */
 #ifndef TICKCLOCK_H
 #define TICKCLOCK_H
