@@ -189,7 +189,7 @@ void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts 
     out->model = (base_family == 0x6 || base_family == 0xf) ? (ext_model << 4) | base_model
                                                             : base_model;
     out->tsc = (r.edx >> 4) & 1;
-    out->hypervisor = (r.ecx >> 31) & 1;
+    out->hypervisor = (int)((r.ecx >> 31) & 1);
   }
   if (tickclock__x86_leaf(fn, ctx, 7, 0, out->max_leaf, &r)) {
     out->leaf7_valid = 1;

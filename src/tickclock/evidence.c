@@ -22,13 +22,10 @@
 #endif
 
 /* secure_getenv semantics: ignore the environment in setuid/setgid (and
- * other AT_SECURE) processes. glibc's secure_getenv is used where the
- * declaration is visible; otherwise the same check through getauxval. */
+ * other AT_SECURE) processes. The check is glibc's own (getauxval), which
+ * is declared in every mode, unlike secure_getenv. */
 const char *tickclock__secure_getenv(const char *name) {
-#if defined(__GLIBC__) && defined(_GNU_SOURCE) && \
-    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 17))
-  return secure_getenv(name);
-#elif defined(__linux__)
+#if defined(__linux__)
   if (getauxval(AT_SECURE)) return NULL;
   return getenv(name);
 #else
@@ -223,7 +220,7 @@ void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev) {
   /* First, before any clock read: with RDTSC disabled the vDSO's
    * clock_gettime may trap too, so every read after this is a system call. */
   ev->tsc_prctl = tickclock__p_prctl_get_tsc();
-  if (ev->tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV) tickclock__os_use_syscall();
+  if (ev->tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV) tickclock__os_use_syscall(1);
 #endif
   ev->cfg_source = cfg ? cfg->source : TICKCLOCK_SOURCE_AUTO;
   tickclock__gather_nominal(&ev->arch_nominal);

@@ -67,10 +67,12 @@
 #define TICKCLOCK__COUNTER 0
 #endif
 
+#if !defined(TICKCLOCK_STATIC) /* TICKCLOCK_STATIC: tickclock.h defines them */
 TICKCLOCK__SHARED int tickclock__g_source = 0;
 const tickclock_info *TICKCLOCK__SHARED tickclock__g_state = NULL;
 /* Unit tick at which tickclock_to_ns runs the periodic re-validation. */
 TICKCLOCK__SHARED uint64_t tickclock__g_reval_deadline = UINT64_MAX;
+#endif
 
 /* ---- the lock -------------------------------------------------------- */
 static TICKCLOCK__SHARED int tickclock__lock_word = 0; /* 0 free, else the owner */
@@ -291,7 +293,7 @@ static int tickclock__publish(const tickclock_info *st, const tickclock_info *ol
  * (NULL for the first state). */
 static void tickclock__continue(const tickclock_info *old, tickclock_info *st, int trust) {
   int counter = TICKCLOCK__COUNTER != 0 && st->source == TICKCLOCK__COUNTER;
-  int os_path = TICKCLOCK__LOAD_RELAXED(&tickclock__g_os_syscall) ? TICKCLOCK_READ_OS_SYSCALL
+  int os_path = tickclock__os_syscall_on() ? TICKCLOCK_READ_OS_SYSCALL
                                                                   : TICKCLOCK_READ_OS;
   uint64_t t;
   st->src_conv = st->conv;
@@ -419,7 +421,7 @@ static int tickclock__revalidate_locked(void) {
   if (s == NULL || !tickclock__reads_counter(s) || !tickclock__chk_on) return 0;
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
   if (tickclock__p_prctl_get_tsc() == TICKCLOCK_PRCTL_SIGSEGV) {
-    tickclock__os_use_syscall();
+    tickclock__os_use_syscall(1);
     tickclock__switch_to_os(s, "RDTSC was disabled for this thread (prctl PR_SET_TSC = "
                                "PR_TSC_SIGSEGV)", TICKCLOCK__NO_READ);
     return TICKCLOCK_SWITCHED;

@@ -9,6 +9,7 @@
 #ifndef TICKCLOCK_INTERNAL_H
 #define TICKCLOCK_INTERNAL_H
 
+#include "sys.h"
 #include "tickclock.h"
 
 #ifdef __cplusplus
@@ -26,7 +27,7 @@ typedef int (*tickclock_cpuid_fn)(void *ctx, uint32_t leaf, uint32_t subleaf,
                                   tickclock_cpuid_regs *out);
 
 /* Executes CPUID on this CPU (0 if the CPU has no CPUID instruction). */
-int tickclock_cpuid_native(void *ctx, uint32_t leaf, uint32_t subleaf,
+TICKCLOCK__INTERNAL int tickclock_cpuid_native(void *ctx, uint32_t leaf, uint32_t subleaf,
                            tickclock_cpuid_regs *out);
 
 /* Hypervisor kinds, from the signature at the hypervisor base leaf. */
@@ -83,7 +84,7 @@ typedef struct tickclock_x86_facts {
   uint32_t timing_tsc_khz, timing_bus_khz; /* base+0x10 EAX, EBX */
 } tickclock_x86_facts;
 
-void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out);
+TICKCLOCK__INTERNAL void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out);
 
 /* ---- frequency rules (pure, 64-bit rational arithmetic) --------------- */
 typedef struct tickclock_freq {
@@ -99,19 +100,19 @@ typedef struct tickclock_freq {
  * Skylake/Kaby Lake client 24 MHz, Goldmont 19.2 MHz
  * ("cpuid_15h_known_crystal"); else crystal = 0x16 base x den / num
  * ("cpuid_15h_from_16h"). */
-int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out);
+TICKCLOCK__INTERNAL int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out);
 /* Leaf 0x16 base MHz ("cpuid_16h"): nominal, GenuineIntel only. */
-int tickclock_x86_freq_leaf16(const tickclock_x86_facts *f, tickclock_freq *out);
+TICKCLOCK__INTERNAL int tickclock_x86_freq_leaf16(const tickclock_x86_facts *f, tickclock_freq *out);
 /* Hypervisor timing leaves: VMware/KVM base+0x10 EAX ("hypervisor_40000010"),
  * Xen base+3 subleaf 0 ECX ("xen_leaf3"). */
-int tickclock_x86_freq_hypervisor(const tickclock_x86_facts *f, tickclock_freq *out);
+TICKCLOCK__INTERNAL int tickclock_x86_freq_hypervisor(const tickclock_x86_facts *f, tickclock_freq *out);
 /* The CPUID-only answer (what `tickclock-probe cpuid` reports as tsc_hz):
  * under a hypervisor its timing leaf first; then 0x15, then 0x16. */
-int tickclock_x86_freq_cpuid(const tickclock_x86_facts *f, tickclock_freq *out);
+TICKCLOCK__INTERNAL int tickclock_x86_freq_cpuid(const tickclock_x86_facts *f, tickclock_freq *out);
 /* num/den reduced by their gcd; den 0 leaves them untouched. */
-void tickclock__reduce(uint64_t *num, uint64_t *den);
+TICKCLOCK__INTERNAL void tickclock__reduce(uint64_t *num, uint64_t *den);
 /* Signed disagreement of a against b in ppm: (a/b - 1) * 1e6. */
-double tickclock__ppm(uint64_t a_num, uint64_t a_den, uint64_t b_num, uint64_t b_den);
+TICKCLOCK__INTERNAL double tickclock__ppm(uint64_t a_num, uint64_t a_den, uint64_t b_num, uint64_t b_den);
 
 /* ---- CPUID fixtures (pure parser; the format is in DESIGN.md) ----------- */
 #define TICKCLOCK_FIXTURE_MAX_LEAVES 512
@@ -132,15 +133,19 @@ typedef struct tickclock_fixture {
   tickclock_fixture_meta meta[TICKCLOCK_FIXTURE_MAX_META];
 } tickclock_fixture;
 
+/* Test and tool entry points: in the single header only with
+ * TICKCLOCK_TEST_API (the vendored implementation leaves them out). */
+#if !defined(TICKCLOCK__SINGLE_HEADER) || defined(TICKCLOCK_TEST_API)
 /* Parses len bytes of buf. Returns 0 on success; on error returns the
  * 1-based line number and writes "NAME:LINE: what" into err. */
-unsigned tickclock_fixture_parse(const char *buf, size_t len, const char *name,
+TICKCLOCK__INTERNAL unsigned tickclock_fixture_parse(const char *buf, size_t len, const char *name,
                                  tickclock_fixture *out, char *err, size_t errlen);
 /* A tickclock_cpuid_fn over a parsed fixture (ctx = the fixture). */
-int tickclock_fixture_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf,
+TICKCLOCK__INTERNAL int tickclock_fixture_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf,
                             tickclock_cpuid_regs *out);
 /* The value of "# key: value", or NULL. */
-const char *tickclock_fixture_meta_get(const tickclock_fixture *fx, const char *key);
+TICKCLOCK__INTERNAL const char *tickclock_fixture_meta_get(const tickclock_fixture *fx, const char *key);
+#endif
 
 /* ---- evidence ------------------------------------------------------------ */
 #define TICKCLOCK_PRCTL_UNKNOWN 0
@@ -206,16 +211,18 @@ typedef struct tickclock_evidence {
  * (a decimal, or NUM/DEN), "# read_ns.tsc:", "# read_ns.system:",
  * "# perf.time_mult:", "# perf.time_shift:" (cap_user_time set when both
  * are given). Without a clocksource the Linux checks are off. */
-void tickclock_fixture_evidence(const tickclock_fixture *fx, tickclock_evidence *ev);
+#if !defined(TICKCLOCK__SINGLE_HEADER) || defined(TICKCLOCK_TEST_API) /* test-only, as above */
+TICKCLOCK__INTERNAL void tickclock_fixture_evidence(const tickclock_fixture *fx, tickclock_evidence *ev);
+#endif
 
 /* Pure: evidence -> decision (a filled tickclock_info, conversion included).
  * Returns 1 if the decision needs a calibration of the arch counter that
  * the evidence does not yet hold (the caller calibrates and decides again),
  * 0 when final. */
-int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out);
+TICKCLOCK__INTERNAL int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out);
 
 /* Can the arch counter be read without trapping? (pure; reason in why) */
-int tickclock__counter_executable(const tickclock_evidence *ev, char *why, size_t n);
+TICKCLOCK__INTERNAL int tickclock__counter_executable(const tickclock_evidence *ev, char *why, size_t n);
 
 /* ---- the platform: everything the gatherer asks the outside world ------
  * Tests install a fake (tickclock__set_platform) to replay per-CPU offsets,
@@ -250,24 +257,26 @@ typedef struct tickclock_platform {
 
 /* NULL restores the native platform. Not thread-safe: call before any
  * thread uses the library (tests only). Starts a fresh world: forgets the
- * published state (the next initialisation is a first one) and clears
- * tickclock__g_os_syscall. */
-void tickclock__set_platform(const tickclock_platform *p);
-void tickclock__reset_world(void); /* init.c; what set_platform forgets */
-int tickclock__p_read_line(const char *path, char *buf, size_t n);
-int tickclock__p_prctl_get_tsc(void);
-void tickclock__p_perf_page(tickclock_perf_page *pp);
-void tickclock__p_cpuid_decode(tickclock_x86_facts *out);
-uint64_t tickclock__p_counter(void);
-uint64_t tickclock__p_counter_ordered(void);
-uint64_t tickclock__p_raw_ns(void);
-uint64_t tickclock__p_os_ns(void);
-void tickclock__p_sleep_ns(uint64_t ns);
-const char *tickclock__p_getenv(const char *name);
+ * published state (the next initialisation is a first one) and clears the
+ * system-call flag (tickclock__os_syscall_on). */
+#if !defined(TICKCLOCK__SINGLE_HEADER) || defined(TICKCLOCK_TEST_API) /* test-only */
+TICKCLOCK__INTERNAL void tickclock__set_platform(const tickclock_platform *p);
+#endif
+TICKCLOCK__INTERNAL void tickclock__reset_world(void); /* init.c; what set_platform forgets */
+TICKCLOCK__INTERNAL int tickclock__p_read_line(const char *path, char *buf, size_t n);
+TICKCLOCK__INTERNAL int tickclock__p_prctl_get_tsc(void);
+TICKCLOCK__INTERNAL void tickclock__p_perf_page(tickclock_perf_page *pp);
+TICKCLOCK__INTERNAL void tickclock__p_cpuid_decode(tickclock_x86_facts *out);
+TICKCLOCK__INTERNAL uint64_t tickclock__p_counter(void);
+TICKCLOCK__INTERNAL uint64_t tickclock__p_counter_ordered(void);
+TICKCLOCK__INTERNAL uint64_t tickclock__p_raw_ns(void);
+TICKCLOCK__INTERNAL uint64_t tickclock__p_os_ns(void);
+TICKCLOCK__INTERNAL void tickclock__p_sleep_ns(uint64_t ns);
+TICKCLOCK__INTERNAL const char *tickclock__p_getenv(const char *name);
 /* Native pieces (evidence.c) the platform falls back to. */
-int tickclock__native_read_line(const char *path, char *buf, size_t n);
-int tickclock__native_prctl_get_tsc(void);
-void tickclock__native_perf_page(tickclock_perf_page *pp);
+TICKCLOCK__INTERNAL int tickclock__native_read_line(const char *path, char *buf, size_t n);
+TICKCLOCK__INTERNAL int tickclock__native_prctl_get_tsc(void);
+TICKCLOCK__INTERNAL void tickclock__native_perf_page(tickclock_perf_page *pp);
 
 /* Revalidation (init.c): counter time and CLOCK_MONOTONIC_RAW must agree,
  * over the step since the previous conclusive sample and over the total
@@ -287,17 +296,18 @@ void tickclock__native_perf_page(tickclock_perf_page *pp);
 #define TICKCLOCK__SYSFS_AVAILABLE_CLOCKSOURCE \
   "/sys/devices/system/clocksource/clocksource0/available_clocksource"
 
-/* Sticky: set once RDTSC was seen disabled (PR_GET_TSC = PR_TSC_SIGSEGV).
- * From then on every OS clock read in the library is a system call. */
-extern TICKCLOCK__SHARED int tickclock__g_os_syscall;
-void tickclock__os_use_syscall(void);
+/* Sticky (os_clock.c): set once RDTSC was seen disabled (PR_GET_TSC =
+ * PR_TSC_SIGSEGV). From then on every OS clock read in the library is a
+ * system call. */
+TICKCLOCK__INTERNAL void tickclock__os_use_syscall(int on); /* 0: tests only */
+TICKCLOCK__INTERNAL int tickclock__os_syscall_on(void);
 /* The kernel's current clocksource into buf (a file kept open after the
  * first read, so a periodic check allocates nothing); 1 if read. */
-int tickclock__p_clocksource(char *buf, size_t n);
+TICKCLOCK__INTERNAL int tickclock__p_clocksource(char *buf, size_t n);
 
 /* Impure gathering. */
-void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev);
-int tickclock__calibrate(uint64_t (*read_ordered)(void), uint32_t ms,
+TICKCLOCK__INTERNAL void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev);
+TICKCLOCK__INTERNAL int tickclock__calibrate(uint64_t (*read_ordered)(void), uint32_t ms,
                          tickclock_calibration *out);
 /* One calibration end: the tightest of 16 (counter, raw clock, counter)
  * brackets. mid is the counter at the clock's instant to within width/2;
@@ -305,28 +315,28 @@ int tickclock__calibrate(uint64_t (*read_ordered)(void), uint32_t ms,
 typedef struct tickclock__bracket {
   uint64_t mid, ns, width;
 } tickclock__bracket;
-tickclock__bracket tickclock__tightest_bracket(uint64_t (*read_ordered)(void));
-uint64_t tickclock__os_now(void);      /* CLOCK_MONOTONIC (Windows: QPC) in ns */
+TICKCLOCK__INTERNAL tickclock__bracket tickclock__tightest_bracket(uint64_t (*read_ordered)(void));
+TICKCLOCK__INTERNAL uint64_t tickclock__os_now(void);      /* CLOCK_MONOTONIC (Windows: QPC) in ns */
 /* The fallback source's raw ticks (async-signal-safe); every native clock
- * read here is a system call once tickclock__g_os_syscall is set. */
-uint64_t tickclock__os_read(void);
-uint64_t tickclock__qpc_hz(void);      /* QueryPerformanceFrequency; 0 off Windows */
-void tickclock__sleep_ns(uint64_t ns);
-uint64_t tickclock__os_now_raw(void);  /* CLOCK_MONOTONIC_RAW, ns */
-double tickclock__os_resolution_ns(void); /* clock_getres(CLOCK_MONOTONIC) */
-double tickclock__measure_read_ns(uint64_t (*rd)(void)); /* min over batches */
-const char *tickclock__secure_getenv(const char *name);
-void tickclock__ratio_hz(uint64_t ticks, uint64_t ns, uint64_t *num, uint64_t *den);
+ * read here is a system call once tickclock__os_syscall_on(). */
+TICKCLOCK__INTERNAL uint64_t tickclock__os_read(void);
+TICKCLOCK__INTERNAL uint64_t tickclock__qpc_hz(void);      /* QueryPerformanceFrequency; 0 off Windows */
+TICKCLOCK__INTERNAL void tickclock__sleep_ns(uint64_t ns);
+TICKCLOCK__INTERNAL uint64_t tickclock__os_now_raw(void);  /* CLOCK_MONOTONIC_RAW, ns */
+TICKCLOCK__INTERNAL double tickclock__os_resolution_ns(void); /* clock_getres(CLOCK_MONOTONIC) */
+TICKCLOCK__INTERNAL double tickclock__measure_read_ns(uint64_t (*rd)(void)); /* min over batches */
+TICKCLOCK__INTERNAL const char *tickclock__secure_getenv(const char *name);
+TICKCLOCK__INTERNAL void tickclock__ratio_hz(uint64_t ticks, uint64_t ns, uint64_t *num, uint64_t *den);
 
 /* Bounded string copy/format helpers (always NUL-terminate). */
-void tickclock__strlcpy(char *dst, const char *src, size_t n);
+TICKCLOCK__INTERNAL void tickclock__strlcpy(char *dst, const char *src, size_t n);
 /* src with backslash, control and non-ASCII bytes escaped (\\ \n \r \t \xHH):
  * user-supplied text printed as one inert line. */
-void tickclock__escape(char *dst, size_t n, const char *src);
+TICKCLOCK__INTERNAL void tickclock__escape(char *dst, size_t n, const char *src);
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 3, 4)))
 #endif
-void tickclock__fmt(char *dst, size_t n, const char *fmt, ...);
+TICKCLOCK__INTERNAL void tickclock__fmt(char *dst, size_t n, const char *fmt, ...);
 
 #ifdef __cplusplus
 } /* extern "C" */

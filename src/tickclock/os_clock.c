@@ -21,9 +21,10 @@
 #endif
 #endif
 
-TICKCLOCK__SHARED int tickclock__g_os_syscall = 0;
+static TICKCLOCK__SHARED int tickclock__g_os_syscall = 0;
 
-void tickclock__os_use_syscall(void) { TICKCLOCK__STORE_RELEASE(&tickclock__g_os_syscall, 1); }
+void tickclock__os_use_syscall(int on) { TICKCLOCK__STORE_RELEASE(&tickclock__g_os_syscall, on); }
+int tickclock__os_syscall_on(void) { return TICKCLOCK__LOAD_RELAXED(&tickclock__g_os_syscall); }
 
 #if defined(_WIN32)
 
@@ -76,7 +77,7 @@ static uint64_t tickclock__ts_ns(const struct timespec *ts) {
  * system call, which reads the clock in the kernel. The kernel's
  * timespec for SYS_clock_gettime is two longs on i386 and x86-64 alike,
  * whatever time_t the C library was built with. */
-static uint64_t tickclock__clock_ns(clockid_t id) {
+static uint64_t tickclock__clock_ns(int id) {
   struct timespec ts;
 #if defined(TICKCLOCK__HAVE_CLOCK_SYSCALL)
   if (TICKCLOCK__LOAD_RELAXED(&tickclock__g_os_syscall)) {

@@ -8,17 +8,22 @@
 #if defined(__linux__)
 #include <fcntl.h>
 #include <unistd.h>
+#if !defined(O_CLOEXEC) /* hidden in strict ISO C modes; the kernel's value */
+#define O_CLOEXEC 02000000
+#endif
 #endif
 
 static const tickclock_platform *tickclock__plat = NULL;
 
+#if !defined(TICKCLOCK__SINGLE_HEADER) || defined(TICKCLOCK_TEST_API) /* test-only entry */
 /* A platform is a fresh world: nothing published, RDTSC not known
  * disabled in it. */
 void tickclock__set_platform(const tickclock_platform *p) {
   tickclock__plat = p;
-  TICKCLOCK__STORE_RELEASE(&tickclock__g_os_syscall, 0);
+  tickclock__os_use_syscall(0);
   tickclock__reset_world();
 }
+#endif
 
 #define TICKCLOCK__P(member) (tickclock__plat != NULL && tickclock__plat->member != NULL)
 
@@ -74,21 +79,21 @@ uint64_t tickclock__p_counter_ordered(void) {
 /* Once RDTSC is known disabled, a fake's system-call clocks stand in for
  * its vDSO ones (the native clocks switch by themselves). */
 uint64_t tickclock__p_raw_ns(void) {
-  if (TICKCLOCK__LOAD_RELAXED(&tickclock__g_os_syscall) && TICKCLOCK__P(raw_ns_sys))
+  if (tickclock__os_syscall_on() && TICKCLOCK__P(raw_ns_sys))
     return tickclock__plat->raw_ns_sys(tickclock__plat->ctx);
   if (TICKCLOCK__P(raw_ns)) return tickclock__plat->raw_ns(tickclock__plat->ctx);
   return tickclock__os_now_raw();
 }
 
 uint64_t tickclock__p_os_ns(void) {
-  if (TICKCLOCK__LOAD_RELAXED(&tickclock__g_os_syscall) && TICKCLOCK__P(os_ns_sys))
+  if (tickclock__os_syscall_on() && TICKCLOCK__P(os_ns_sys))
     return tickclock__plat->os_ns_sys(tickclock__plat->ctx);
   if (TICKCLOCK__P(os_ns)) return tickclock__plat->os_ns(tickclock__plat->ctx);
   return tickclock__os_read();
 }
 
 /* The sysfs file stays open (close-on-exec) after the first read: the
- * periodic re-validation re-reads it with one pread, no fopen/malloc. */
+ * periodic re-validation re-reads it (lseek, read): no fopen, no malloc. */
 int tickclock__p_clocksource(char *buf, size_t n) {
 #if defined(__linux__)
   static int fd = -1; /* only touched under the initialisation lock */
@@ -99,7 +104,7 @@ int tickclock__p_clocksource(char *buf, size_t n) {
   buf[0] = '\0';
   if (fd < 0) fd = open(TICKCLOCK__SYSFS_CURRENT_CLOCKSOURCE, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
-  got = pread(fd, buf, n - 1, 0);
+  got = lseek(fd, 0, SEEK_SET) == 0 ? read(fd, buf, n - 1) : -1;
   if (got <= 0) return 0;
   len = (size_t)got;
   buf[len] = '\0';

@@ -34,6 +34,62 @@
 #define TICKCLOCK__EXTENSION
 #endif
 
+/* A value conversion that C++ users' -Wold-style-cast accepts: the header
+ * part of the library is compiled in their translation units. */
+#ifdef __cplusplus
+#define TICKCLOCK__CAST(type, v) (static_cast<type>(v))
+#else
+#define TICKCLOCK__CAST(type, v) ((type)(v))
+#endif
+
+/* ---- linkage -------------------------------------------------------------
+ * TICKCLOCK_API marks every function the library defines for its callers
+ * (and the out-of-line halves of the inline read path):
+ *  - TICKCLOCK_STATIC: static. For a program whose only users of the
+ *    clock sit in the one file that defines TICKCLOCK_IMPLEMENTATION, or
+ *    where every including file defines it: each gets a private copy
+ *    (its own state and tick unit) and nothing is exported.
+ *  - Windows: __declspec(dllexport) when TICKCLOCK_BUILD_DLL is defined
+ *    (building a DLL), __declspec(dllimport) when TICKCLOCK_DLL is
+ *    (using one), nothing otherwise.
+ *  - gcc and clang elsewhere: visibility("default"), so a shared library
+ *    compiled with -fvisibility=hidden still exports the API.
+ * Define TICKCLOCK_API before the include to choose yourself.
+ * TICKCLOCK__INTERNAL marks the implementation's own cross-file functions:
+ * static under TICKCLOCK_STATIC, ordinary otherwise. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TICKCLOCK__UNUSED __attribute__((unused))
+#else
+#define TICKCLOCK__UNUSED
+#endif
+
+#ifndef TICKCLOCK_API
+#if defined(TICKCLOCK_STATIC)
+#define TICKCLOCK_API static TICKCLOCK__UNUSED
+#elif defined(_WIN32) || defined(__CYGWIN__)
+#if defined(TICKCLOCK_BUILD_DLL)
+#define TICKCLOCK_API __declspec(dllexport)
+#elif defined(TICKCLOCK_DLL)
+#define TICKCLOCK_API __declspec(dllimport)
+#else
+#define TICKCLOCK_API
+#endif
+#elif defined(__GNUC__) || defined(__clang__)
+#define TICKCLOCK_API __attribute__((visibility("default")))
+#else
+#define TICKCLOCK_API
+#endif
+#endif
+
+/* Variables loaded by the inline read path (declarations). */
+#define TICKCLOCK__API_VAR extern TICKCLOCK_API
+
+#if defined(TICKCLOCK_STATIC)
+#define TICKCLOCK__INTERNAL static TICKCLOCK__UNUSED
+#else
+#define TICKCLOCK__INTERNAL
+#endif
+
 /* ---- 64x64 -> 128-bit unsigned multiply ------------------------------
  * Three paths: the compiler's unsigned __int128 (gcc/clang on 64-bit
  * targets), MSVC's _umul128 on x64, and a portable 32-bit-halves product
@@ -51,23 +107,23 @@ TICKCLOCK__EXTENSION typedef unsigned __int128 tickclock__u128;
 /* Returns the high 64 bits of a*b and stores the low 64 bits in *lo. */
 TICKCLOCK__INLINE uint64_t tickclock__mul64(uint64_t a, uint64_t b, uint64_t *lo) {
 #if defined(TICKCLOCK__HAVE_INT128)
-  tickclock__u128 p = (tickclock__u128)a * b;
-  *lo = (uint64_t)p;
-  return (uint64_t)(p >> 64);
+  tickclock__u128 p = TICKCLOCK__CAST(tickclock__u128, a) * b;
+  *lo = TICKCLOCK__CAST(uint64_t, p);
+  return TICKCLOCK__CAST(uint64_t, p >> 64);
 #elif defined(TICKCLOCK__HAVE_UMUL128)
   uint64_t hi;
   *lo = _umul128(a, b, &hi);
   return hi;
 #else
-  uint64_t a_lo = (uint32_t)a, a_hi = a >> 32;
-  uint64_t b_lo = (uint32_t)b, b_hi = b >> 32;
+  uint64_t a_lo = TICKCLOCK__CAST(uint32_t, a), a_hi = a >> 32;
+  uint64_t b_lo = TICKCLOCK__CAST(uint32_t, b), b_hi = b >> 32;
   uint64_t ll = a_lo * b_lo;
   uint64_t lh = a_lo * b_hi;
   uint64_t hl = a_hi * b_lo;
   uint64_t hh = a_hi * b_hi;
   /* middle column: three terms below 2^32 each, so no overflow */
-  uint64_t mid = (ll >> 32) + (uint32_t)lh + (uint32_t)hl;
-  *lo = (mid << 32) | (uint32_t)ll;
+  uint64_t mid = (ll >> 32) + TICKCLOCK__CAST(uint32_t, lh) + TICKCLOCK__CAST(uint32_t, hl);
+  *lo = (mid << 32) | TICKCLOCK__CAST(uint32_t, ll);
   return hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
 #endif
 }

@@ -44,17 +44,10 @@
  *
  * Vendoring: the amalgamated single header (bazel build //:single_header)
  * holds everything; `#define TICKCLOCK_IMPLEMENTATION` before including it
- * in exactly one .c/.cc file, first thing in that file.
+ * in exactly one .c/.cc file (any include order).
  */
 #ifndef TICKCLOCK_H
 #define TICKCLOCK_H
-
-/* The implementation needs POSIX/GNU declarations (clock_gettime,
- * secure_getenv, prctl); the file that defines TICKCLOCK_IMPLEMENTATION
- * includes this header first, so this is early enough. */
-#if defined(TICKCLOCK_IMPLEMENTATION) && !defined(_GNU_SOURCE) && !defined(_WIN32)
-#define _GNU_SOURCE 1
-#endif
 
 #include <stdint.h>
 #include "port.h"
@@ -129,7 +122,7 @@ typedef struct tickclock_conv {
 
 /* Accepts 1 Hz <= f <= 1 THz with hz_den <= 18446744073 after reduction;
  * otherwise returns TICKCLOCK_EINVAL and leaves *c untouched. */
-int tickclock_conv_init(tickclock_conv *c, uint64_t hz_num, uint64_t hz_den);
+TICKCLOCK_API int tickclock_conv_init(tickclock_conv *c, uint64_t hz_num, uint64_t hz_den);
 
 /* t * (i + f/2^64), saturating. */
 TICKCLOCK__INLINE uint64_t tickclock__scale(uint64_t t, uint64_t i, uint64_t f) {
@@ -138,7 +131,7 @@ TICKCLOCK__INLINE uint64_t tickclock__scale(uint64_t t, uint64_t i, uint64_t f) 
   uint64_t int_hi = tickclock__mul64(t, i, &int_lo);
   sum = int_lo + frac_hi;
   /* overflow if the integer product spilled or the sum carried */
-  return (int_hi | (uint64_t)(sum < int_lo)) ? UINT64_MAX : sum;
+  return (int_hi | TICKCLOCK__CAST(uint64_t, sum < int_lo)) ? UINT64_MAX : sum;
 }
 
 /* Scale below one: a single high multiply, which cannot overflow. The
@@ -164,15 +157,15 @@ TICKCLOCK__INLINE uint64_t tickclock_conv_ns_to_ticks(const tickclock_conv *c,
 /* Signed: magnitude through the unsigned path, so delta(-d) == -delta(d). */
 TICKCLOCK__INLINE int64_t tickclock__signed_ns(uint64_t mag_ns, int negative) {
   if (negative)
-    return mag_ns >= (UINT64_C(1) << 63) ? INT64_MIN : -(int64_t)mag_ns;
-  return mag_ns > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)mag_ns;
+    return mag_ns >= (UINT64_C(1) << 63) ? INT64_MIN : -TICKCLOCK__CAST(int64_t, mag_ns);
+  return mag_ns > TICKCLOCK__CAST(uint64_t, INT64_MAX) ? INT64_MAX : TICKCLOCK__CAST(int64_t, mag_ns);
 }
 
 TICKCLOCK__INLINE int64_t tickclock_conv_delta_to_ns(const tickclock_conv *c,
                                                      int64_t dticks) {
   int neg = dticks < 0;
   /* |INT64_MIN| = 2^63 is representable as uint64_t */
-  uint64_t mag = neg ? (uint64_t)0 - (uint64_t)dticks : (uint64_t)dticks;
+  uint64_t mag = neg ? UINT64_C(0) - TICKCLOCK__CAST(uint64_t, dticks) : TICKCLOCK__CAST(uint64_t, dticks);
   return tickclock__signed_ns(tickclock_conv_ticks_to_ns(c, mag), neg);
 }
 
@@ -263,10 +256,10 @@ typedef struct tickclock_info {
                                earlier tick means never changes */
 } tickclock_info;
 
-const char *tickclock_source_name(int source);
-const char *tickclock_freq_method_name(int method);
+TICKCLOCK_API const char *tickclock_source_name(int source);
+TICKCLOCK_API const char *tickclock_freq_method_name(int method);
 /* "tsc" -> TICKCLOCK_SOURCE_TSC, "auto" -> AUTO; -1 if unknown. */
-int tickclock_source_from_name(const char *name);
+TICKCLOCK_API int tickclock_source_from_name(const char *name);
 
 /* Optional: choose (or force) the source. NULL = automatic. Thread-safe;
  * the tick unit stays the process's (see the contract at the top), so
@@ -274,7 +267,7 @@ int tickclock_source_from_name(const char *name);
  * TICKCLOCK_EINVAL (bad config, nothing changed), TICKCLOCK_EUNAVAILABLE
  * (forced source unusable; automatic choice made), TICKCLOCK_EBUSY or
  * TICKCLOCK_ENOMEM (nothing changed). */
-int tickclock_init(const tickclock_config *cfg);
+TICKCLOCK_API int tickclock_init(const tickclock_config *cfg);
 
 /* Run-time re-validation. While the arch counter is in use, checks that
  *  - RDTSC was not disabled with prctl(PR_SET_TSC, PR_TSC_SIGSEGV) for the
@@ -301,20 +294,20 @@ int tickclock_init(const tickclock_config *cfg);
  * TICKCLOCK_EBUSY when re-entered from a signal handler. Never called from
  * tickclock_now(); costs a few microseconds. */
 #define TICKCLOCK_SWITCHED 1
-int tickclock_revalidate(void);
+TICKCLOCK_API int tickclock_revalidate(void);
 /* Opt-in periodic re-validation: at most every ms milliseconds, piggybacked
  * on tickclock_to_ns() (one relaxed load and compare of its argument with
  * a deadline in ticks); never on tickclock_now() or tickclock_info_get().
  * A check that passes does no allocation and no formatting (one prctl, one
  * read of an already open sysfs file, a few dozen clock reads). 0 turns it
  * off (the default). */
-void tickclock_revalidate_every(uint32_t ms);
+TICKCLOCK_API void tickclock_revalidate_every(uint32_t ms);
 
 /* Provenance of the current choice; initialises on first use. Reads no
  * counter. The pointer and its content stay valid for the life of the
  * process (a later choice publishes a new state; this one is never
  * rewritten). */
-const tickclock_info *tickclock_info_get(void);
+TICKCLOCK_API const tickclock_info *tickclock_info_get(void);
 
 /* ---- internal state behind the inline read path ------------------------
  * tickclock__g_source is 0 until initialisation completes; then
@@ -324,15 +317,23 @@ const tickclock_info *tickclock_info_get(void);
  * tickclock__g_state points at the immutable state (conversion,
  * provenance) and is published with release ordering before
  * tickclock__g_source. */
-extern TICKCLOCK__SHARED int tickclock__g_source;
-extern const tickclock_info *TICKCLOCK__SHARED tickclock__g_state;
+#if !defined(TICKCLOCK_STATIC)
+TICKCLOCK__API_VAR TICKCLOCK__SHARED int tickclock__g_source;
+TICKCLOCK__API_VAR const tickclock_info *TICKCLOCK__SHARED tickclock__g_state;
 /* Counter tick at which tickclock_to_ns runs the periodic re-validation;
  * UINT64_MAX when off. */
-extern TICKCLOCK__SHARED uint64_t tickclock__g_reval_deadline;
-void tickclock__revalidate_due(uint64_t ticks);
-uint64_t tickclock__now_slow(void);
-uint64_t tickclock__now_ordered_slow(void);
-const tickclock_info *tickclock__state_slow(void);
+TICKCLOCK__API_VAR TICKCLOCK__SHARED uint64_t tickclock__g_reval_deadline;
+#else
+/* TICKCLOCK_STATIC: this translation unit's own copy (init.c does not
+ * define them then); the initial values are init.c's. */
+static TICKCLOCK__UNUSED TICKCLOCK__SHARED int tickclock__g_source = 0;
+static TICKCLOCK__UNUSED const tickclock_info *TICKCLOCK__SHARED tickclock__g_state = NULL;
+static TICKCLOCK__UNUSED TICKCLOCK__SHARED uint64_t tickclock__g_reval_deadline = UINT64_MAX;
+#endif
+TICKCLOCK_API void tickclock__revalidate_due(uint64_t ticks);
+TICKCLOCK_API uint64_t tickclock__now_slow(void);
+TICKCLOCK_API uint64_t tickclock__now_ordered_slow(void);
+TICKCLOCK_API const tickclock_info *tickclock__state_slow(void);
 
 #ifdef __cplusplus
 } /* extern "C" */
@@ -405,7 +406,7 @@ TICKCLOCK__INLINE const tickclock_info *tickclock__state(void) {
 /* Unit ticks -> ns under state s: base_ns + conv(t - base_ticks),
  * saturating; a tick below base_ticks was taken under an earlier state and
  * converts with that one (out of line). */
-uint64_t tickclock__ns_before(const tickclock_info *s, uint64_t ticks);
+TICKCLOCK_API uint64_t tickclock__ns_before(const tickclock_info *s, uint64_t ticks);
 TICKCLOCK__INLINE uint64_t tickclock__ns_in(const tickclock_info *s, uint64_t ticks) {
   uint64_t ns;
   if (!s->scaled) return ticks;
@@ -431,7 +432,7 @@ TICKCLOCK__INLINE int64_t tickclock_delta_ns(uint64_t start, uint64_t end) {
   const tickclock_info *s = tickclock__state();
   uint64_t d = end - start; /* two's complement difference */
   int neg = d > (UINT64_C(1) << 63) || (d == (UINT64_C(1) << 63) && end < start);
-  uint64_t mag = neg ? (uint64_t)0 - d : d;
+  uint64_t mag = neg ? UINT64_C(0) - d : d;
   if (s->scaled) mag = tickclock_conv_ticks_to_ns(&s->conv, mag);
   return tickclock__signed_ns(mag, neg);
 }

@@ -8,6 +8,9 @@
 // tickclock::clock meets the TrivialClock requirements; its epoch is the
 // counter's (boot, for the TSC), so compare its time_points with each other
 // only. tickclock::stopwatch keeps raw ticks and converts on demand.
+//
+// The single header (src/amalgamate.sh) carries this file under
+// #ifdef __cplusplus, so vendored C++ code includes only "tickclock.h".
 #ifndef TICKCLOCK_HPP
 #define TICKCLOCK_HPP
 

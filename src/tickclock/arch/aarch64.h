@@ -23,14 +23,14 @@
 #if defined(_MSC_VER) && !defined(__clang__)
 #include <intrin.h>
 TICKCLOCK__INLINE uint64_t tickclock__a64_cntvct(void) {
-  return (uint64_t)_ReadStatusReg(ARM64_CNTVCT);
+  return TICKCLOCK__CAST(uint64_t, _ReadStatusReg(ARM64_CNTVCT));
 }
 TICKCLOCK__INLINE uint64_t tickclock__a64_cntvct_ordered(void) {
   __isb(_ARM64_BARRIER_SY);
-  return (uint64_t)_ReadStatusReg(ARM64_CNTVCT);
+  return TICKCLOCK__CAST(uint64_t, _ReadStatusReg(ARM64_CNTVCT));
 }
 TICKCLOCK__INLINE uint64_t tickclock__a64_cntfrq(void) {
-  return (uint64_t)_ReadStatusReg(ARM64_CNTFRQ);
+  return TICKCLOCK__CAST(uint64_t, _ReadStatusReg(ARM64_CNTFRQ));
 }
 #else
 TICKCLOCK__INLINE uint64_t tickclock__a64_cntvct(void) {

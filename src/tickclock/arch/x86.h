@@ -41,13 +41,13 @@ TICKCLOCK__INLINE uint64_t tickclock__x86_rdtsc(void) {
   /* No "memory" clobber: the fast read may move relative to loads and
    * stores the compiler can see, which is the contract of tickclock_now. */
   __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-  return ((uint64_t)hi << 32) | lo;
+  return (TICKCLOCK__CAST(uint64_t, hi) << 32) | lo;
 }
 TICKCLOCK__INLINE uint64_t tickclock__x86_rdtsc_ordered(void) {
   uint32_t lo, hi;
   /* "memory": the compiler must not sink earlier loads/stores below it. */
   __asm__ __volatile__("lfence\n\trdtsc" : "=a"(lo), "=d"(hi) : : "memory");
-  return ((uint64_t)hi << 32) | lo;
+  return (TICKCLOCK__CAST(uint64_t, hi) << 32) | lo;
 }
 #endif
 
@@ -63,7 +63,7 @@ TICKCLOCK__INLINE uint64_t tickclock__x86_rdtscp(uint32_t *aux) {
   uint32_t lo, hi, c;
   __asm__ __volatile__("rdtscp" : "=a"(lo), "=d"(hi), "=c"(c) : : "memory");
   *aux = c;
-  return ((uint64_t)hi << 32) | lo;
+  return (TICKCLOCK__CAST(uint64_t, hi) << 32) | lo;
 #endif
 }
 

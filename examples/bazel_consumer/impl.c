@@ -1,0 +1,3 @@
+/* The single header's implementation, in this workspace. */
+#define TICKCLOCK_IMPLEMENTATION
+#include "tickclock.h"
