@@ -129,10 +129,17 @@ TICKCLOCK__INLINE uint64_t tickclock__mul64(uint64_t a, uint64_t b, uint64_t *lo
 }
 
 /* ---- atomics -----------------------------------------------------------
- * The GNU __atomic builtins exist in gcc and clang in both C and C++ modes;
- * MSVC gets volatile accesses, which it compiles with acquire/release
- * semantics on x86/x64 (/volatile:ms, the default there). */
-#if defined(__GNUC__) || defined(__clang__)
+ * The GNU __atomic builtins exist in gcc and clang in both C and C++ modes.
+ * MSVC gets volatile accesses: on x86/x64 it compiles them with
+ * acquire/release semantics (/volatile:ms, the default there). On ARM64
+ * its default is /volatile:iso, where a volatile access is not ordered
+ * with other memory accesses by the CPU: there an acquire load is the
+ * load followed by DMB ISH, a release store DMB ISH then the store (the
+ * ordering LDAR/STLR give), typed through _Generic in C (MSVC's C11 mode)
+ * and a template in C++. TICKCLOCK__FORCE_MSVC_ATOMICS selects this
+ * branch under clang, so the matrix compiles it for an ARM64 Windows
+ * target (clang-cl knows __dmb and the _Interlocked intrinsics). */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(TICKCLOCK__FORCE_MSVC_ATOMICS)
 #define TICKCLOCK__LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define TICKCLOCK__LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define TICKCLOCK__STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
@@ -145,12 +152,54 @@ TICKCLOCK__INLINE int tickclock__cas_int(int *p, int expected, int desired) {
 #elif defined(_MSC_VER)
 #include <intrin.h>
 /* The shared globals are declared volatile (TICKCLOCK__SHARED) under MSVC. */
+#define TICKCLOCK__SHARED volatile
 #define TICKCLOCK__LOAD_RELAXED(p) (*(p))
+/* _InterlockedCompareExchange is a full barrier on every MSVC target. */
+#define TICKCLOCK__CAS_INT(p, expected, desired)                                     \
+  (_InterlockedCompareExchange((volatile long *)(p), (long)(desired), (long)(expected)) == \
+   (long)(expected))
+#if defined(_M_ARM64) || defined(_M_ARM64EC)
+#define TICKCLOCK__DMB_ISH() __dmb(0xB) /* _ARM64_BARRIER_ISH */
+#if defined(__cplusplus) /* port.h is included outside tickclock.h's extern "C" */
+template <class T>
+static inline T tickclock__ld_acq(const volatile T *p) {
+  T v = *p;
+  TICKCLOCK__DMB_ISH();
+  return v;
+}
+template <class T, class U>
+static inline void tickclock__st_rel(volatile T *p, U v) {
+  TICKCLOCK__DMB_ISH();
+  *p = v;
+}
+#define TICKCLOCK__LOAD_ACQUIRE(p) tickclock__ld_acq(p)
+#define TICKCLOCK__STORE_RELEASE(p, v) tickclock__st_rel((p), (v))
+#else
+static __inline int tickclock__ld_acq_int(const volatile int *p) {
+  int v = *p;
+  TICKCLOCK__DMB_ISH();
+  return v;
+}
+static __inline uint64_t tickclock__ld_acq_u64(const volatile uint64_t *p) {
+  uint64_t v = *p;
+  TICKCLOCK__DMB_ISH();
+  return v;
+}
+static __inline void *tickclock__ld_acq_ptr(void *const volatile *p) {
+  void *v = *p;
+  TICKCLOCK__DMB_ISH();
+  return v;
+}
+#define TICKCLOCK__LOAD_ACQUIRE(p)                                      \
+  _Generic((p), volatile int *: tickclock__ld_acq_int((const volatile int *)(p)), \
+           volatile uint64_t *: tickclock__ld_acq_u64((const volatile uint64_t *)(p)), \
+           default: tickclock__ld_acq_ptr((void *const volatile *)(p)))
+#define TICKCLOCK__STORE_RELEASE(p, v) (TICKCLOCK__DMB_ISH(), *(p) = (v))
+#endif
+#else /* x86, x64: /volatile:ms orders volatile accesses */
 #define TICKCLOCK__LOAD_ACQUIRE(p) (*(p))
 #define TICKCLOCK__STORE_RELEASE(p, v) (*(p) = (v))
-#define TICKCLOCK__CAS_INT(p, expected, desired) \
-  (_InterlockedCompareExchange((volatile long *)(p), (long)(desired), (long)(expected)) == (long)(expected))
-#define TICKCLOCK__SHARED volatile
+#endif
 #else
 #error "tickclock: no atomic primitives for this compiler"
 #endif

@@ -38,7 +38,34 @@ def load_micro(path):
     return doc.get("context", {}), figs, errors
 
 
+def paths(out_dir, out_json):
+    """ratios.py --paths DIR OUT: tickclock_now() on each read path
+    (path_bench, one process per path) against that process's own bare
+    RDTSC, vDSO clock_gettime and system-call clock_gettime."""
+    table = {}
+    print("  %-15s %10s %10s %10s %10s" % ("path", "now ns", "/rdtsc", "/vdso", "/syscall"))
+    for p in ("counter", "os_mapped", "counter_mapped", "os_syscall"):
+        f = os.path.join(out_dir, "path_%s.json" % p)
+        if not os.path.exists(f):
+            print("  %-15s %10s" % (p, "not run"))
+            continue
+        _, figs, _ = load_micro(f)
+        now = figs.get("BM_path/tickclock_now", {}).get("ns")
+        base = {k: figs.get("BM_path/" + k, {}).get("ns")
+                for k in ("rdtsc", "clock_gettime_vdso", "clock_gettime_syscall")}
+        r = {k: (now / v if now and v else None) for k, v in base.items()}
+        table[p] = {"now_ns": now, "ratio": r}
+        fmt = lambda x: "%10.3f" % x if x is not None else "%10s" % "-"
+        print("  %-15s %10.2f %s %s %s" % (p, now or 0, fmt(r["rdtsc"]), fmt(r["clock_gettime_vdso"]),
+                                          fmt(r["clock_gettime_syscall"])))
+    with open(out_json, "w") as f:
+        json.dump(table, f, indent=1)
+
+
 def main():
+    if sys.argv[1] == "--paths":
+        paths(sys.argv[2], sys.argv[3])
+        return
     bench_json, exec_json, out_json = sys.argv[1:4]
     ctx, figs, errors = load_micro(bench_json)
     ex = None
