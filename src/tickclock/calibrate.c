@@ -32,23 +32,24 @@ tickclock__bracket tickclock__tightest_bracket(uint64_t (*rd)(void)) {
   return best;
 }
 
-int tickclock__calibrate(uint64_t (*rd)(void), uint32_t ms, tickclock_calibration *out) {
-  tickclock__bracket a, b;
-  uint64_t target, now;
-  double d_ticks, d_ns;
-  if (ms == 0) ms = 20;
-  if (ms > 1000) ms = 1000;
-  out->ok = 0;
-  a = tickclock__tightest_bracket(rd);
-  target = a.ns + (uint64_t)ms * UINT64_C(1000000);
-  /* sleep most of the interval, spin the last 300 us */
-  now = tickclock__p_raw_ns();
+/* Waits until the raw clock reaches target: sleeps most of it, spins the
+ * last 300 us. */
+static void tickclock__wait_until(uint64_t target) {
+  uint64_t now = tickclock__p_raw_ns();
   if (target > now + UINT64_C(300000)) tickclock__p_sleep_ns(target - now - UINT64_C(300000));
   while (tickclock__p_raw_ns() < target) {
   }
-  b = tickclock__tightest_bracket(rd);
+}
+
+/* Fills out from the brackets a (start) and b (end); 1 if they make a
+ * calibration. */
+static int tickclock__cal_from(tickclock__bracket a, tickclock__bracket b,
+                               tickclock_calibration *out) {
+  out->ok = 0;
   out->bracket_start = a.width;
   out->bracket_end = b.width;
+  out->start_mid = a.mid;
+  out->start_ns = a.ns;
   out->ticks = b.mid - a.mid;
   out->ns = b.ns - a.ns;
   if (a.width == UINT64_MAX || b.width == UINT64_MAX || b.mid <= a.mid || b.ns <= a.ns) {
@@ -56,12 +57,41 @@ int tickclock__calibrate(uint64_t (*rd)(void), uint32_t ms, tickclock_calibratio
     if (out->ticks == 0 && out->ns == 0) out->ns = 1;
     return 0;
   }
-  d_ticks = (double)out->ticks;
-  d_ns = (double)out->ns;
   tickclock__ratio_hz(out->ticks, out->ns, &out->hz_num, &out->hz_den);
   out->hz = (double)out->hz_num / (double)out->hz_den;
   out->uncertainty_ppm =
-      ((((double)a.width + (double)b.width) / 2.0) / d_ticks + 2.0 / d_ns) * 1e6;
+      ((((double)a.width + (double)b.width) / 2.0) / (double)out->ticks + 2.0 / (double)out->ns) *
+      1e6;
   out->ok = 1;
   return 1;
+}
+
+int tickclock__calibrate(uint64_t (*rd)(void), uint32_t ms, tickclock_calibration *out) {
+  tickclock__bracket a, b;
+  uint32_t span;
+  int quick = ms == 0;
+  if (quick) ms = TICKCLOCK_CAL_QUICK_MS;
+  if (ms > 1000) ms = 1000;
+  a = tickclock__tightest_bracket(rd);
+  for (span = ms;; span *= 4) {
+    tickclock__wait_until(a.ns + (uint64_t)span * UINT64_C(1000000));
+    b = tickclock__tightest_bracket(rd);
+    if (!tickclock__cal_from(a, b, out)) return 0;
+    /* a preempted bracket at either end widens the bound: measure the end
+     * again further away (the start bracket stays) */
+    if (!quick || out->uncertainty_ppm <= TICKCLOCK_CAL_TARGET_PPM ||
+        span * 4 > TICKCLOCK_CAL_QUICK_MAX_MS)
+      return 1;
+  }
+}
+
+/* A refinement: the same start bracket, a new end bracket now. */
+int tickclock__calibrate_from(uint64_t (*rd)(void), const tickclock_calibration *first,
+                              tickclock_calibration *out) {
+  tickclock__bracket a, b;
+  a.mid = first->start_mid;
+  a.ns = first->start_ns;
+  a.width = first->bracket_start;
+  b = tickclock__tightest_bracket(rd);
+  return tickclock__cal_from(a, b, out);
 }

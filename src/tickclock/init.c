@@ -167,6 +167,15 @@ static tickclock_info *tickclock__new_slot(void) {
 /* Re-validation bookkeeping: what the published counter state is checked
  * against. Samples are in the source's ticks and CLOCK_MONOTONIC_RAW ns. */
 static uint32_t tickclock__reval_ms = 0;
+static uint64_t tickclock__reval_at = UINT64_MAX; /* unit tick of the next periodic check */
+/* Refinement: a calibrated frequency is measured again from the same start
+ * bracket on a baseline four times longer each time, until it spans 1 s;
+ * each better figure is published as a state continuous with the last. */
+static int tickclock__refine_on = 0;
+static tickclock_calibration tickclock__cal_first;
+static uint64_t tickclock__refine_at_ns = 0;       /* raw clock of the next one */
+static uint64_t tickclock__refine_at = UINT64_MAX; /* ... in unit ticks */
+#define TICKCLOCK__REFINE_UNTIL_NS UINT64_C(1000000000)
 static int tickclock__chk_on = 0;      /* the published state reads the counter */
 static tickclock__bracket tickclock__chk_anchor; /* at publication */
 static tickclock__bracket tickclock__chk_prev;   /* the last conclusive sample */
@@ -224,17 +233,29 @@ static uint64_t tickclock__now_bound(const tickclock_info *old, int trust) {
   return t;
 }
 
-/* Next periodic check, in unit ticks (saturating); off unless the state
- * reads the counter and a period is set. */
-static void tickclock__arm_deadline(const tickclock_info *s, uint64_t now_unit) {
-  uint64_t d = UINT64_MAX, period;
-  if (tickclock__chk_on && tickclock__reval_ms != 0) {
-    uint64_t ns = (uint64_t)tickclock__reval_ms * UINT64_C(1000000);
-    period = s->scaled ? tickclock_conv_ns_to_ticks(&s->conv, ns) : ns;
-    d = now_unit + period;
-    if (d < now_unit || d == UINT64_MAX) d = UINT64_MAX - 1;
-  }
+/* The unit tick ns after from under s (saturating below UINT64_MAX). */
+static uint64_t tickclock__after(const tickclock_info *s, uint64_t from, uint64_t ns) {
+  uint64_t d = from + (s->scaled ? tickclock_conv_ns_to_ticks(&s->conv, ns) : ns);
+  return (d < from || d == UINT64_MAX) ? UINT64_MAX - 1 : d;
+}
+
+/* The deadline the inline conversions compare with: the earlier of the
+ * next periodic check and the next refinement. */
+static void tickclock__store_deadline(void) {
+  uint64_t d = tickclock__chk_on ? tickclock__reval_at : UINT64_MAX;
+  if (tickclock__chk_on && tickclock__refine_on && tickclock__refine_at < d)
+    d = tickclock__refine_at;
   TICKCLOCK__STORE_RELEASE(&tickclock__g_reval_deadline, d);
+}
+
+/* The next periodic check a period after now_unit (off unless the state
+ * reads the counter and a period is set), then the deadline. */
+static void tickclock__arm_deadline(const tickclock_info *s, uint64_t now_unit) {
+  tickclock__reval_at = UINT64_MAX;
+  if (tickclock__chk_on && tickclock__reval_ms != 0)
+    tickclock__reval_at =
+        tickclock__after(s, now_unit, (uint64_t)tickclock__reval_ms * UINT64_C(1000000));
+  tickclock__store_deadline();
 }
 
 static uint64_t tickclock__read_counter_ordered(void) { return tickclock__p_counter_ordered(); }
@@ -277,6 +298,11 @@ static int tickclock__publish(const tickclock_info *st, const tickclock_info *ol
     tickclock__cs_known = ev->clocksource_known;
     tickclock__strlcpy(tickclock__cs, ev->clocksource, sizeof tickclock__cs);
   }
+  if (!counter || !tickclock__chk_on) tickclock__refine_on = 0;
+  if (tickclock__refine_on)
+    tickclock__refine_at = tickclock__after(
+        slot, tickclock__map(slot, anchor.mid),
+        tickclock__refine_at_ns > anchor.ns ? tickclock__refine_at_ns - anchor.ns : 0);
   if (old != NULL) tickclock__max_seen = tickclock__max_u64(tickclock__max_seen, slot->base_ticks);
   if (tickclock__chk_on)
     tickclock__max_seen = tickclock__max_u64(
@@ -359,6 +385,16 @@ static int tickclock__build_and_publish(const tickclock_config *cfg) {
     tickclock__env_reported = 1;
     fprintf(stderr, "tickclock: %s\n", fresh->env_error);
   }
+  fresh->baseline_ns = ev.cal.ok ? ev.cal.ns : 0;
+  /* a quick calibration that was chosen gets refined; one of a length the
+   * caller asked for (calibration_ms) stays as it is */
+  tickclock__refine_on = fresh->freq_method == TICKCLOCK_FREQ_CALIBRATED && ev.cal.ok &&
+                         (cfg == NULL || cfg->calibration_ms == 0) &&
+                         ev.cal.ns < TICKCLOCK__REFINE_UNTIL_NS;
+  if (tickclock__refine_on) {
+    tickclock__cal_first = ev.cal;
+    tickclock__refine_at_ns = ev.cal.start_ns + 4 * ev.cal.ns;
+  }
   rc = tickclock__publish(fresh, old,
                           ev.tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV ? TICKCLOCK__NO_READ
                                                                   : TICKCLOCK__TRUST,
@@ -412,6 +448,22 @@ static int tickclock__disagree(double a, double b, double bound) {
 }
 
 /* The checks; lock held, state published. Formats only when switching. */
+/* Before any counter read of a check or a refinement: RDTSC disabled for
+ * this thread means switching without reading it. 1 if it switched. */
+static int tickclock__rdtsc_disabled_locked(const tickclock_info *s) {
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+  if (tickclock__p_prctl_get_tsc() == TICKCLOCK_PRCTL_SIGSEGV) {
+    tickclock__os_use_syscall(1);
+    tickclock__switch_to_os(s, "RDTSC was disabled for this thread (prctl PR_SET_TSC = "
+                               "PR_TSC_SIGSEGV)", TICKCLOCK__NO_READ);
+    return 1;
+  }
+#else
+  (void)s;
+#endif
+  return 0;
+}
+
 static int tickclock__revalidate_locked(void) {
   const tickclock_info *s = TICKCLOCK__LOAD_ACQUIRE(&tickclock__g_state);
   char why[TICKCLOCK_REASON_LEN];
@@ -419,14 +471,7 @@ static int tickclock__revalidate_locked(void) {
   tickclock__bracket b;
   double w, wp, wa, dc, dr, rate;
   if (s == NULL || !tickclock__reads_counter(s) || !tickclock__chk_on) return 0;
-#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
-  if (tickclock__p_prctl_get_tsc() == TICKCLOCK_PRCTL_SIGSEGV) {
-    tickclock__os_use_syscall(1);
-    tickclock__switch_to_os(s, "RDTSC was disabled for this thread (prctl PR_SET_TSC = "
-                               "PR_TSC_SIGSEGV)", TICKCLOCK__NO_READ);
-    return TICKCLOCK_SWITCHED;
-  }
-#endif
+  if (tickclock__rdtsc_disabled_locked(s)) return TICKCLOCK_SWITCHED;
   if (tickclock__cs_known) {
     int known = tickclock__p_clocksource(cs, sizeof cs);
     if (known && strcmp(cs, tickclock__cs) != 0) {
@@ -510,13 +555,82 @@ void tickclock_revalidate_every(uint32_t ms) {
   tickclock__unlock();
 }
 
-/* From tickclock_to_ns once its argument passed the deadline: one thread
- * checks, the others (and a re-entering signal handler) carry on. */
+#if defined(TICKCLOCK__ARCH_COUNTER)
+/* One refinement step: the first calibration's start bracket against a new
+ * end bracket. A better figure that agrees with the current one is
+ * published (continuous with it: same unit, base at the moment of
+ * publication); a preempted end bracket is retried a millisecond later; a
+ * figure that disagrees stops refinement (re-validation judges the
+ * counter). */
+static void tickclock__refine_locked(void) {
+  const tickclock_info *s = TICKCLOCK__LOAD_ACQUIRE(&tickclock__g_state);
+  tickclock_info *fresh = &tickclock__fresh;
+  tickclock_calibration c;
+  double off;
+  unsigned i;
+  if (!tickclock__calibrate_from(tickclock__read_counter_ordered, &tickclock__cal_first, &c) ||
+      (double)tickclock_conv_ticks_to_ns(&s->src_conv, c.bracket_end) >
+          TICKCLOCK_REVALIDATE_MAX_BRACKET_NS) {
+    tickclock__refine_at = tickclock__after(s, tickclock__refine_at, UINT64_C(1000000));
+    return;
+  }
+  off = tickclock__ppm(c.hz_num, c.hz_den, s->hz_num, s->hz_den);
+  if (off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM ||
+      -off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM) {
+    tickclock__refine_on = 0;
+    return;
+  }
+  tickclock__refine_at_ns = tickclock__cal_first.start_ns + 4 * c.ns;
+  if (c.ns >= TICKCLOCK__REFINE_UNTIL_NS) tickclock__refine_on = 0;
+  if (c.uncertainty_ppm >= s->uncertainty_ppm) { /* no better: measure further on */
+    tickclock__refine_at = tickclock__after(
+        s, tickclock__map(s, c.start_mid + c.ticks),
+        tickclock__refine_at_ns - (c.start_ns + c.ns));
+    return;
+  }
+  memcpy(fresh, s, sizeof *fresh);
+  if (tickclock_conv_init(&fresh->conv, c.hz_num, c.hz_den) != TICKCLOCK_OK) {
+    tickclock__refine_on = 0;
+    return;
+  }
+  fresh->hz_num = c.hz_num;
+  fresh->hz_den = c.hz_den;
+  fresh->hz = c.hz;
+  fresh->uncertainty_ppm = c.uncertainty_ppm;
+  fresh->resolution_ns = 1e9 / c.hz;
+  fresh->baseline_ns = c.ns;
+  for (i = 0; i < fresh->n_freqs && i < TICKCLOCK_MAX_FREQS; i++)
+    if (fresh->freqs[i].method == TICKCLOCK_FREQ_CALIBRATED) {
+      fresh->freqs[i].hz_num = c.hz_num;
+      fresh->freqs[i].hz_den = c.hz_den;
+      fresh->freqs[i].hz = c.hz;
+      fresh->freqs[i].uncertainty_ppm = c.uncertainty_ppm;
+    }
+  (void)tickclock__publish(fresh, s, TICKCLOCK__TRUST, 0, NULL);
+}
+
+/* What is due at unit tick ticks: a periodic check, a refinement. */
+static void tickclock__due_locked(uint64_t ticks) {
+  const tickclock_info *s = TICKCLOCK__LOAD_ACQUIRE(&tickclock__g_state);
+  if (s == NULL || !tickclock__reads_counter(s) || !tickclock__chk_on) return;
+  if (ticks >= tickclock__reval_at) {
+    if (tickclock__revalidate_locked() == TICKCLOCK_SWITCHED) return;
+  } else if (tickclock__rdtsc_disabled_locked(s)) {
+    return;
+  }
+  if (tickclock__refine_on && ticks >= tickclock__refine_at) tickclock__refine_locked();
+  tickclock__store_deadline();
+}
+#endif
+
+/* From tickclock_to_ns/tickclock_delta_ns once their argument passed the
+ * deadline: one thread does what is due, the others (and a re-entering
+ * signal handler) carry on. */
 void tickclock__revalidate_due(uint64_t ticks) {
   if (!tickclock__trylock()) return;
 #if defined(TICKCLOCK__ARCH_COUNTER)
   if (tickclock__chk_on && ticks >= TICKCLOCK__LOAD_ACQUIRE(&tickclock__g_reval_deadline))
-    (void)tickclock__revalidate_locked();
+    tickclock__due_locked(ticks);
 #else
   (void)ticks;
 #endif
@@ -546,6 +660,9 @@ void tickclock__reset_world(void) {
   tickclock__chk_on = 0;
   tickclock__max_seen = 0;
   tickclock__reval_ms = 0;
+  tickclock__reval_at = UINT64_MAX;
+  tickclock__refine_on = 0;
+  tickclock__refine_at = UINT64_MAX;
 }
 
 /* Handed to a signal handler that interrupted the first initialisation in

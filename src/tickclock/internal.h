@@ -159,7 +159,16 @@ typedef struct tickclock_calibration {
   double hz;
   double uncertainty_ppm;  /* from the bracket widths and clock granularity */
   uint64_t bracket_start, bracket_end; /* tightest (counter, clock, counter) widths, ticks */
+  uint64_t start_mid, start_ns;  /* the start bracket (counter midpoint, raw ns): a later
+                                    refinement measures from it on a longer baseline */
 } tickclock_calibration;
+
+/* The calibration's own bound an automatic choice accepts for the counter;
+ * a quick calibration above it is lengthened (x4, up to
+ * TICKCLOCK_CAL_QUICK_MAX_MS) before it is given up. */
+#define TICKCLOCK_CAL_TARGET_PPM 50.0
+#define TICKCLOCK_CAL_QUICK_MS 1     /* the first calibration, milliseconds */
+#define TICKCLOCK_CAL_QUICK_MAX_MS 64
 
 /* The perf_event mmap page of a self-monitoring event: the kernel's own
  * TSC -> ns conversion (ns = (tsc * time_mult) >> time_shift), valid only
@@ -179,8 +188,10 @@ typedef struct tickclock_perf_page {
  * uncertainty and the source's quantisation. */
 #define TICKCLOCK_AGREE_PPM 25.0
 /* An automatic choice refuses the counter when the calibration's own bound
- * exceeds this (see decide.c, policy 5). */
-#define TICKCLOCK_CAL_MAX_UNCERTAINTY_PPM 2000.0
+ * exceeds this (see decide.c, policy 5): the quick calibration is
+ * lengthened until it is under it (calibrate.c), and a frequency worse than
+ * it is never published for the counter. */
+#define TICKCLOCK_CAL_MAX_UNCERTAINTY_PPM TICKCLOCK_CAL_TARGET_PPM
 
 typedef struct tickclock_evidence {
   int arch_counter;            /* the ISA's counter source, 0 if none */
@@ -307,8 +318,15 @@ TICKCLOCK__INTERNAL int tickclock__p_clocksource(char *buf, size_t n);
 
 /* Impure gathering. */
 TICKCLOCK__INTERNAL void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev);
+/* Calibrates over ms milliseconds; ms == 0: the quick calibration
+ * (TICKCLOCK_CAL_QUICK_MS, lengthened x4 while its bound exceeds
+ * TICKCLOCK_CAL_TARGET_PPM, up to TICKCLOCK_CAL_QUICK_MAX_MS). */
 TICKCLOCK__INTERNAL int tickclock__calibrate(uint64_t (*read_ordered)(void), uint32_t ms,
                          tickclock_calibration *out);
+/* A refinement of first: its start bracket, an end bracket taken now. */
+TICKCLOCK__INTERNAL int tickclock__calibrate_from(uint64_t (*read_ordered)(void),
+                                                  const tickclock_calibration *first,
+                                                  tickclock_calibration *out);
 /* One calibration end: the tightest of 16 (counter, raw clock, counter)
  * brackets. mid is the counter at the clock's instant to within width/2;
  * width is UINT64_MAX when every try stepped backwards. */

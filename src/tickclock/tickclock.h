@@ -172,7 +172,10 @@ TICKCLOCK__INLINE int64_t tickclock_conv_delta_to_ns(const tickclock_conv *c,
 /* ---- configuration and provenance ----------------------------------- */
 typedef struct tickclock_config {
   int source;                /* tickclock_source; AUTO = decide */
-  uint32_t calibration_ms;   /* 0 = default (20 ms); at most 1000 */
+  uint32_t calibration_ms;   /* 0 = a quick calibration (1 ms, lengthened x4
+                                while its bound exceeds 50 ppm) refined later
+                                on a growing baseline; N = one blocking
+                                calibration of N ms, never refined; <= 1000 */
   uint32_t flags;            /* reserved, 0 */
 } tickclock_config;
 
@@ -226,6 +229,9 @@ typedef struct tickclock_info {
   int freq_method;          /* tickclock_freq_method */
   const char *freq_method_name;
   double uncertainty_ppm;   /* of the frequency; 0 when exact */
+  uint64_t baseline_ns;     /* the calibration's baseline (CLOCK_MONOTONIC_RAW ns
+                               between its brackets); it grows x4 per refinement
+                               up to 1 s; 0 when nothing was measured */
   double resolution_ns;     /* granularity of one tick, ns */
   int forced;               /* 0 automatic, 1 tickclock_config, 2 TICKCLOCK_SOURCE */
   int request_refused;      /* a forced source was unusable; automatic choice made */
@@ -320,8 +326,9 @@ TICKCLOCK_API const tickclock_info *tickclock_info_get(void);
 #if !defined(TICKCLOCK_STATIC)
 TICKCLOCK__API_VAR TICKCLOCK__SHARED int tickclock__g_source;
 TICKCLOCK__API_VAR const tickclock_info *TICKCLOCK__SHARED tickclock__g_state;
-/* Counter tick at which tickclock_to_ns runs the periodic re-validation;
- * UINT64_MAX when off. */
+/* Tick at which tickclock_to_ns/tickclock_delta_ns do what is due
+ * out of line (a periodic re-validation, a refinement of the frequency);
+ * UINT64_MAX when nothing is. */
 TICKCLOCK__API_VAR TICKCLOCK__SHARED uint64_t tickclock__g_reval_deadline;
 #else
 /* TICKCLOCK_STATIC: this translation unit's own copy (init.c does not
@@ -430,6 +437,8 @@ TICKCLOCK__INLINE uint64_t tickclock_to_ns(uint64_t ticks) {
  * delta_ns(a, b) == -delta_ns(b, a) wherever neither saturates. */
 TICKCLOCK__INLINE int64_t tickclock_delta_ns(uint64_t start, uint64_t end) {
   const tickclock_info *s = tickclock__state();
+  if (TICKCLOCK__UNLIKELY(end >= TICKCLOCK__LOAD_RELAXED(&tickclock__g_reval_deadline)))
+    tickclock__revalidate_due(end);
   uint64_t d = end - start; /* two's complement difference */
   int neg = d > (UINT64_C(1) << 63) || (d == (UINT64_C(1) << 63) && end < start);
   uint64_t mag = neg ? UINT64_C(0) - d : d;

@@ -5,7 +5,9 @@
 // RDTSC disabled after init, wrap at 2^64, trapped (slow) reads.
 #include <string.h>
 
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "doctest/doctest.h"
 #include "fake_platform.h"
@@ -381,4 +383,83 @@ TEST_CASE("sysfs missing / clocksource not tsc / garbage CPUID: the OS clock, wi
     CHECK(i->source == TICKCLOCK_SOURCE_TSC);
     CHECK(i->freq_method == TICKCLOCK_FREQ_CALIBRATED);
   }
+}
+
+TEST_CASE("quick first calibration, refined x4 up to 1 s, each refinement continuous") {
+  Installed f;
+  uint64_t t_start = f.w.now_ns;
+  const tickclock_info *i = f.init();
+  REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+  // first use in simulated time: under 2 ms (two initialisations here: the
+  // fixture's own and the explicit one)
+  CHECK(f.w.now_ns - t_start < 2 * 2000000);
+  CHECK(i->freq_method == TICKCLOCK_FREQ_CALIBRATED);
+  CHECK(i->baseline_ns >= 1000000);
+  CHECK(i->baseline_ns < 2000000);
+  CHECK(i->uncertainty_ppm <= 50);
+  std::vector<uint64_t> baselines{i->baseline_ns};
+  std::vector<double> unc{i->uncertainty_ppm};
+  unsigned gen = i->generation;
+  uint64_t prev_ns = tickclock_to_ns(tickclock_now()), prev_t = f.w.now_ns;
+  double worst_step = 0;
+  for (int ms = 0; ms < 3000; ms++) {
+    f.w.now_ns += 1000000;
+    uint64_t t = f.w.now_ns;
+    uint64_t v = tickclock_to_ns(tickclock_now());  // refinements happen here
+    double step = (double)(int64_t)(v - prev_ns) - (double)(t - prev_t);
+    if (step < 0) step = -step;
+    if (step > worst_step) worst_step = step;
+    CHECK(v >= prev_ns);
+    prev_ns = v;
+    prev_t = t;
+    const tickclock_info *now = tickclock_info_get();
+    if (now->generation != gen) {
+      gen = now->generation;
+      baselines.push_back(now->baseline_ns);
+      unc.push_back(now->uncertainty_ppm);
+      CHECK(now->read_path == TICKCLOCK_READ_COUNTER);  // still the inline read
+    }
+  }
+  MESSAGE("baselines: " << baselines.size() << ", last " << baselines.back() << " ns, worst step "
+                        << worst_step << " ns");
+  CHECK(baselines.size() >= 5);
+  for (size_t k = 1; k < baselines.size(); k++) {
+    CAPTURE(k);
+    CHECK(baselines[k] >= 4 * baselines[k - 1] - 1000);  // x4 each time
+    CHECK(unc[k] < unc[k - 1]);
+  }
+  CHECK(baselines.back() >= 1000000000);
+  const tickclock_info *last = tickclock_info_get();
+  CHECK(std::fabs(last->hz / 2.5e9 - 1) < 1e-6);  // within 1 ppm of the fake's rate
+  CHECK(worst_step < 1000);                      // no step over 1 us
+  // and then it stops
+  f.w.now_ns += UINT64_C(10000000000);
+  (void)tickclock_to_ns(tickclock_now());
+  CHECK(tickclock_info_get()->generation == gen);
+}
+
+TEST_CASE("calibration_ms asks for one blocking calibration, never refined") {
+  Installed f;
+  REQUIRE(f.init()->source == TICKCLOCK_SOURCE_TSC);
+  tickclock_config cfg = {TICKCLOCK_SOURCE_AUTO, 20, 0};
+  uint64_t t0 = f.w.now_ns;
+  REQUIRE(tickclock_init(&cfg) == TICKCLOCK_OK);
+  CHECK(f.w.now_ns - t0 >= 20000000);
+  const tickclock_info *i = tickclock_info_get();
+  CHECK(i->baseline_ns >= 20000000);
+  unsigned gen = i->generation;
+  for (int k = 0; k < 100; k++) {
+    f.w.now_ns += 50000000;
+    (void)tickclock_to_ns(tickclock_now());
+  }
+  CHECK(tickclock_info_get()->generation == gen);
+}
+
+TEST_CASE("a preempted quick calibration is lengthened until its bound is under 50 ppm") {
+  Installed f;
+  f.w.os_cost_ns = 60;  // every bracket ~70 ns wide: 1 ms gives ~70 ppm
+  const tickclock_info *i = f.init();
+  REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+  CHECK(i->baseline_ns >= 4000000);
+  CHECK(i->uncertainty_ppm <= 50);
 }
