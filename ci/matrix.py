@@ -844,15 +844,19 @@ def lane(cell):
     return "lang" if cell.kind == "lang" else "bazel"
 
 
-def load_timings(path):
+def load_timings(path, whole_only=False):
     """{cell name: seconds} from a report.json (cells that ran), or {} when
-    there is none; an unreadable one is bad input."""
+    there is none; an unreadable one is bad input. whole_only: a single
+    shard's report counts as none (the next shard run into the same --out
+    would otherwise split by another part's times)."""
     if not path or not os.path.exists(path):
         return {}
     try:
         with open(path) as f:
             doc = json.load(f)
         cells = doc["cells"]
+        if whole_only and doc.get("shard"):
+            return {}
         return dict((c["name"], float(c["seconds"])) for c in cells
                     if c.get("status") in ("PASS", "FAIL") and float(c.get("seconds") or 0) > 0)
     except (IOError, ValueError, KeyError, TypeError, AttributeError) as e:
@@ -883,6 +887,13 @@ def split(cells, n, timings):
     for c in cells:
         shards[where[c.name]].append(c)
     return shards
+
+
+def split_digest(parts):
+    """Names the whole split: the shards of one run must all carry the same."""
+    import hashlib
+    return hashlib.sha256("\n".join("%d %s" % (i + 1, c.name) for i, p in enumerate(parts)
+                                     for c in p).encode()).hexdigest()[:16]
 
 
 def shard_estimate(cells, timings, jobs):
@@ -1028,12 +1039,6 @@ def merge(dirs, out):
             raise Usage("%s: cannot read a report: %s" % (shown(path), e))
         cells = cells_from_doc(doc, shown(path))
         docs.append((d, doc, cells, doc_meta(doc, shown(path))))
-    owner = {}
-    for d, doc, cells, meta in docs:
-        for c in cells:
-            if c.name in owner:
-                raise Usage("cell '%s' is in both %s and %s (duplicate)" % (c.name, shown(owner[c.name]), shown(d)))
-            owner[c.name] = d
     # A sharded report names every cell of its run (the selection before the
     # split); reports of one run must together hold each of them.
     runs = {}
@@ -1046,7 +1051,22 @@ def merge(dirs, out):
         run = runs.setdefault(sel, {})
         if spec in run:
             raise Usage("shard %s given twice: %s and %s (duplicate)" % (spec, shown(run[spec]), shown(d)))
+        split_id = meta.get("shard", {}).get("split")
+        for other_spec, other in run.items():
+            other_id = [m.get("shard", {}).get("split") for dd, _, _, m in docs if dd == other][0]
+            if split_id and other_id and split_id != other_id:
+                raise Usage("shard %s (%s) and shard %s (%s) were split differently (%s / %s); run every "
+                            "shard with the same --timings" % (
+                                other_spec, shown(other), spec, shown(d),
+                                [m for dd, _, _, m in docs if dd == other][0]["shard"].get("timings"),
+                                meta["shard"].get("timings")))
         run[spec] = d
+    owner = {}
+    for d, doc, cells, meta in docs:
+        for c in cells:
+            if c.name in owner:
+                raise Usage("cell '%s' is in both %s and %s (duplicate)" % (c.name, shown(owner[c.name]), shown(d)))
+            owner[c.name] = d
     for sel, run in runs.items():
         for name in sel:
             if name not in owner:
@@ -1180,12 +1200,13 @@ def run(argv):
         tpath = user_path(args.timings) if args.timings else os.path.join(OUT, "report.json")
         if args.timings and not os.path.exists(tpath):
             raise Usage("--timings %s: no such file" % args.timings)
-        timings = load_timings(tpath)
+        timings = load_timings(tpath, whole_only=not args.timings)
         split_by = ("seconds from %s (static estimate for %d cells not in it)"
                     % (shown(tpath), sum(1 for c in cells if c.name not in timings))) if timings else \
             "static estimate per kind"
         parts = split(cells, shard[1], timings)
         cells = parts[shard[0] - 1]
+        split_id = split_digest(parts)
     if args.list:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `ci/matrix --list | head` ends quietly
         for c in cells:
@@ -1328,7 +1349,7 @@ def run(argv):
         "machine": machine(),
     }
     if shard:
-        meta["shard"] = {"spec": "%d/%d" % shard, "timings": split_by}
+        meta["shard"] = {"spec": "%d/%d" % shard, "timings": split_by, "split": split_id}
         meta["selection"] = selection
     if args.remote_cache:
         meta["remote_cache"] = dict(runner.remote_total, url=args.remote_cache)

@@ -63,13 +63,23 @@ check "split names the timings file" grep -qF "last.json (static estimate for" "
 # without timings the same selection splits differently (static estimate)
 m --list --only '^(gcc-11|clang-19) bazel x86_64$|asan|cross aarch64|max,-rdtscp' --shard 1/2 > "$tmp/st1.txt"
 check "timings change the split" test "$(cells_of "$tmp/st1.txt")" != "gcc-11 bazel x86_64"
+# The report already in --out balances the split, unless it is one shard's:
+# shard 2 run into the same --out after shard 1 must split as shard 1 did.
+mkdir -p "$tmp/o"
+cp "$tmp/last.json" "$tmp/o/report.json"
+m --list --only '^(gcc-11|clang-19) bazel x86_64$|asan|cross aarch64|max,-rdtscp' --shard 1/2 --out "$tmp/o" > "$tmp/o1.txt"
+check "a whole report in --out balances the split" test "$(cells_of "$tmp/o1.txt")" = "gcc-11 bazel x86_64"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["shard"] = {"spec": "1/2"}; json.dump(d, open(sys.argv[1], "w"))' "$tmp/o/report.json"
+m --list --only '^(gcc-11|clang-19) bazel x86_64$|asan|cross aarch64|max,-rdtscp' --shard 1/2 --out "$tmp/o" > "$tmp/o2.txt"
+check "one shard's report in --out does not" cmp -s <(cells_of "$tmp/o2.txt") <(cells_of "$tmp/st1.txt")
 
 # --- merge ------------------------------------------------------------------
 # Shard reports as ci/matrix writes them, with the cells of the real split.
-mkreport() { # dir, K/N, cpu, listfile
+mkreport() { # dir, K/N, cpu, listfile[, split id]
   python3 - "$@" <<'PY'
 import json, os, sys
 d, spec, cpu, lst = sys.argv[1:5]
+split = sys.argv[5] if len(sys.argv) > 5 else None
 names = [l.strip() for l in open(lst) if l.strip()]
 sel = [l.strip() for l in open(os.path.join(os.path.dirname(lst), "sel.txt")) if l.strip()]
 os.makedirs(os.path.join(d, "logs"), exist_ok=True)
@@ -87,7 +97,8 @@ json.dump({"quick": True, "args": " --shard " + spec, "finished": "2026-11-30 10
            "elapsed_s": 60.0, "host": "h", "jobs": 2,
            "machine": {"hostname": "runner-" + spec[0], "arch": "x86_64", "cpu": cpu, "cpus": 4,
                        "kernel": "Linux 6.8.0-test", "clocksource": "tsc"},
-           "shard": {"spec": spec, "timings": "static estimate per kind"}, "selection": sel,
+           "shard": dict({"spec": spec, "timings": "static estimate per kind"}, **({"split": split} if split else {})),
+           "selection": sel,
            "remote_cache": {"url": "http://127.0.0.1:1", "hits": 3 * len(cells), "processes": 5 * len(cells),
                             "internal": len(cells), "bazel_runs": 2},
            "cells": cells}, open(os.path.join(d, "report.json"), "w"))
@@ -143,6 +154,10 @@ d["shard"]["spec"] = "3/3"  # another run's shard holding the same cells
 json.dump(d, open(sys.argv[1], "w"))
 PY
 one_error_line "merge: a cell in two reports" "cell '.*' is in both .* \(duplicate\)" --merge "$tmp/r1" "$tmp/r2" "$tmp/r2b" --out "$tmp/m2"
+mkreport "$tmp/x1" 1/2 "cpu" "$tmp/c1.txt" aaaa
+mkreport "$tmp/x2" 2/2 "cpu" "$tmp/c2.txt" bbbb
+one_error_line "merge: shards split differently" "shard 1/2 .* and shard 2/2 .* were split differently" \
+  --merge "$tmp/x1" "$tmp/x2" --out "$tmp/m2"
 one_error_line "merge: no report there" "cannot read a report" --merge "$tmp/r1" "$tmp/nowhere" --out "$tmp/m2"
 one_error_line "merge: into one of its inputs" "is one of the reports to merge" --merge "$tmp/r1" "$tmp/r2" --out "$tmp/r1"
 one_error_line "merge: with --shard" "does not take --shard" --merge "$tmp/r1" --shard 1/2
