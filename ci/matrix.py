@@ -2,11 +2,13 @@
 """ci/matrix — the compiler x language x sanitizer x target x CPU matrix.
 
     ci/matrix [--quick] [--only REGEX] [--jobs N] [--list] [--no-deps] [--rerender]
+              [--shard K/N [--timings REPORT_JSON]] [--out DIR] [--remote-cache URL]
+    ci/matrix --merge DIR... [--out DIR]
 
 Run through the ci/matrix wrapper (it makes sure python3 is there). See
 ci/README.md for the cells, how to add a compiler or a target, and how to
-read the report. Writes out/matrix/{report.md,report.json,report.html} and
-one log per cell under out/matrix/logs/. The last line printed is
+read the report. Writes out/matrix/ (or --out DIR)
+{report.md,report.json,report.html} and one log per cell under logs/. The last line printed is
 "N passed, N failed, N skipped" (cells; SKIPPED cells count as skipped).
 Exit status 0 iff no cell FAILED.
 """
@@ -127,6 +129,7 @@ class Cell(object):
         self.seconds = 0.0
         self.log = os.path.join("logs", self.id + ".log")
         self.notes = []
+        self.remote = None  # {key, hits, processes, internal} with --remote-cache
         self.row = kw.get("row", self.compiler)
         self.col = kw.get("col", "")
 
@@ -163,6 +166,7 @@ class Cell(object):
             "reason": self.reason or None,
             "errors": self.errors or None,
             "notes": self.notes or None,
+            "remote_cache": self.remote,
         }
 
 
@@ -285,6 +289,8 @@ class Runner(object):
         self.start = time.time()
         self.durations = {}
         self.bazel_running = None  # (cell, start)
+        self.remote = None  # --remote-cache URL
+        self.remote_total = {"processes": 0, "hits": 0, "internal": 0, "bazel_runs": 0}
 
     # -- progress
     def eta(self):
@@ -321,7 +327,13 @@ class Runner(object):
                 fmt_dur(self.eta()), extra[:200]), flush=True)
 
     # -- one process, logged
-    def sh(self, log, argv, cwd=ROOT, timeout=600, env=None):
+    def sh(self, log, argv, cwd=ROOT, timeout=600, env=None, cache_key=None):
+        """Runs argv, output into log. A Bazel build/test/run gets the remote
+        cache flags (with --remote-cache) under cache_key; its process counts
+        are summed into remote_total and returned in self.last_stats."""
+        bazel_exec = argv[:1] == ["bazel"] and argv[1:2] in (["build"], ["test"], ["run"])
+        if bazel_exec and self.remote:
+            argv = argv[:2] + remote_flags(self.remote, cache_key or "default") + argv[2:]
         log.write("$ %s\n" % " ".join(argv))
         log.flush()
         try:
@@ -337,6 +349,13 @@ class Runner(object):
         if rc != 0:
             log.write("[exit %d]\n" % rc)
         log.flush()
+        if bazel_exec:
+            st = process_stats(out)
+            with self.lock:
+                for k in st:
+                    self.remote_total[k] += st[k]
+                self.remote_total["bazel_runs"] += 1
+            self.last_stats = st
         return rc, out
 
     # -- cells
@@ -447,9 +466,13 @@ class Runner(object):
             cell.version = compiler_version("/usr/bin/x86_64-w64-mingw32-gcc") \
                 if os.path.exists("/usr/bin/x86_64-w64-mingw32-gcc") else ""
         ok = True
+        key = cache_key(cell.name, cell.version, flags)
+        stats = []
         with open(os.path.join(OUT, cell.log), "w") as log:
             log.write("cell: %s\nbazel flags: %s\ncompiler: %s\n\n" % (cell.name, cell.flags, cell.version))
-            rc, out = self.sh(log, ["bazel", "test", "//..."] + BAZEL_COMMON + flags, timeout=1500)
+            rc, out = self.sh(log, ["bazel", "test", "//..."] + BAZEL_COMMON + flags, timeout=1500,
+                              cache_key=key)
+            stats.append(self.last_stats)
             summ = summarize(out, rc)
             log.write("\nci/summarize: %s\n" % summ)
             m = re.search(r"(\d+) passed, (\d+) failed, (\d+) skipped", summ)
@@ -463,10 +486,13 @@ class Runner(object):
                 ok = False
                 cell.reason = "no test passed"
             # what the library chose in this cell's build
-            rc2, out2 = self.sh(log, ["bazel", "run"] + BAZEL_COMMON + ["--ui_event_filters=-info,-stdout",
-                                                                        "--noshow_progress"] +
+            # (with a remote cache, Bazel's INFO lines stay: they count the hits)
+            rc2, out2 = self.sh(log, ["bazel", "run"] + BAZEL_COMMON +
+                                ["--ui_event_filters=-stdout" if self.remote else "--ui_event_filters=-info,-stdout",
+                                 "--noshow_progress"] +
                                 [f for f in flags if not f.startswith("--test_env")] + ["//ci:info"],
-                                timeout=600)
+                                timeout=600, cache_key=key)
+            stats.append(self.last_stats)
             cell.info = parse_info(out2) if rc2 == 0 else None
             if cell.info is None:
                 cell.notes.append("//ci:info did not run (exit %d)" % rc2)
@@ -488,6 +514,11 @@ class Runner(object):
                         ok = False
                         cell.reason = "tests/smoke_test is not linked with libstdc++"
                         cell.errors = [cell.reason] + libs
+            if self.remote:
+                cell.remote = dict((k, sum(st[k] for st in stats)) for k in ("hits", "processes", "internal"))
+                cell.remote["key"] = key
+                log.write("\nremote cache (key %s): %d remote cache hit of %d processes (%d internal)\n" % (
+                    key, cell.remote["hits"], cell.remote["processes"], cell.remote["internal"]))
             log.write("\nresult: %s %s\n" % ("PASS" if ok else "FAIL", cell.reason))
         cell.status = "PASS" if ok else "FAIL"
         cell.seconds = time.time() - t0
@@ -596,6 +627,10 @@ def write_md(cells, meta):
         "Quick" if meta["quick"] else "Full", meta["args"], meta["finished"], fmt_dur(meta["elapsed_s"]),
         meta["host"]))
     L.append("")
+    for line in shard_lines(meta):
+        L.append("- " + line)
+    if shard_lines(meta):
+        L.append("")
     L.append("**%d cells: %d PASS, %d FAIL, %d SKIPPED.**" % (len(cells), n["PASS"], n["FAIL"], n["SKIPPED"]))
     L.append("")
     for title, rows, cols, m in sections(cells):
@@ -697,6 +732,8 @@ def write_html(cells, meta):
     H.append("<div class='meta'>%s run of <code>ci/matrix%s</code> &middot; %s &middot; %s total &middot; %s</div>" % (
         "Quick" if meta["quick"] else "Full", e(meta["args"]), e(meta["finished"]), fmt_dur(meta["elapsed_s"]),
         e(meta["host"])))
+    for line in shard_lines(meta):
+        H.append("<div class='meta'>%s</div>" % e(line))
     H.append("<div class='sum'><span class='PASS'>%d PASS</span><span class='%s'>%d FAIL</span>"
              "<span class='SKIPPED'>%d SKIPPED</span> of %d cells</div>" % (
                  n["PASS"], "FAIL" if n["FAIL"] else "SKIPPED", n["FAIL"], n["SKIPPED"], len(cells)))
@@ -772,87 +809,453 @@ def rerender():
     """report.md and report.html again from report.json (after a change to
     how the report is written, without running the cells again)."""
     path = os.path.join(OUT, "report.json")
-
-    def bad(what):
-        print("ci/matrix: %s: %s" % (path, what), file=sys.stderr)
-        return 2
-
     try:
         with open(path) as f:
             doc = json.load(f)
     except (IOError, ValueError) as e:
-        return bad("cannot read a report: %s" % e)
-    if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
-        return bad("expected an object with a \"cells\" list (a report.json written by ci/matrix)")
-    known = dict((c.name, c) for c in all_cells())
-    cells = []
-    for i, j in enumerate(doc["cells"]):
-        c = known.get(j.get("name")) if isinstance(j, dict) else None
-        if c is None:
-            return bad("cell %d ('%s') is not a cell of this ci/matrix"
-                       % (i, j.get("name") if isinstance(j, dict) else j))
-        try:
-            c.status, c.seconds, c.tests = j["status"], j["seconds"], j["tests"]
-            c.version, c.flags, c.log = j["version"], j["flags"], j["log"]
-            c.reason, c.errors, c.notes = j["reason"] or "", j["errors"] or [], j["notes"] or []
-            if j.get("source") is not None:
-                c.info = {"source": j["source"], "hz": j["frequency_hz"],
-                          "freq_method": j["frequency_method"], "uncertainty_ppm": j["uncertainty_ppm"],
-                          "now_read_ns": j["now_read_ns"], "why": j["why"], "compiler": j["compiled_by"],
-                          "candidates": j["candidates"]}
-        except KeyError as e:
-            return bad("cell %d ('%s') has no field %s" % (i, c.name, e))
-        cells.append(c)
-    try:
-        meta = dict((k, doc[k]) for k in ("quick", "args", "finished", "elapsed_s", "host", "jobs"))
-    except KeyError as e:
-        return bad("no field %s" % e)
+        raise Usage("%s: cannot read a report: %s" % (path, e))
+    cells = cells_from_doc(doc, path)
+    meta = doc_meta(doc, path)
     write_md(cells, meta)
     write_html(cells, meta)
     print("ci/matrix: report.md and report.html rewritten from %s (%d cells)" % (path, len(cells)))
     return 0
 
 
+# ---- shards, merge, remote cache -------------------------------------------
+class Usage(Exception):
+    """Bad input: one line on stderr, exit 2."""
+
+
+def set_out(path):
+    global OUT, LOGS, WORK
+    OUT = path
+    LOGS = os.path.join(OUT, "logs")
+    WORK = os.path.join(OUT, "work")
+
+
+def user_path(p):
+    """A path given on the command line, relative to where ci/matrix was
+    started (the wrapper changes into the checkout first)."""
+    base = os.environ.get("CI_MATRIX_CWD") or os.getcwd()
+    return os.path.normpath(os.path.join(base, os.path.expanduser(p)))
+
+
+def shown(p):
+    r = os.path.relpath(p, ROOT)
+    return p if r.startswith("..") else r
+
+
+def parse_shard(s):
+    m = re.match(r"^(\d+)/(\d+)$", s or "")
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise Usage("--shard '%s': expected K/N with 1 <= K <= N (e.g. 1/2)" % s)
+    return int(m.group(1)), int(m.group(2))
+
+
+def lane(cell):
+    """Bazel cells run one after another, the language-mode cells in a pool
+    beside them: each lane is balanced on its own."""
+    return "lang" if cell.kind == "lang" else "bazel"
+
+
+def load_timings(path, whole_only=False):
+    """{cell name: seconds} from a report.json (cells that ran), or {} when
+    there is none; an unreadable one is bad input. whole_only: a single
+    shard's report counts as none (the next shard run into the same --out
+    would otherwise split by another part's times)."""
+    if not path or not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+        cells = doc["cells"]
+        if whole_only and doc.get("shard"):
+            return {}
+        return dict((c["name"], float(c["seconds"])) for c in cells
+                    if c.get("status") in ("PASS", "FAIL") and float(c.get("seconds") or 0) > 0)
+    except (IOError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise Usage("timings from %s: not a ci/matrix report.json (%s)" % (shown(path), e))
+
+
+def estimate(cell, timings):
+    return timings.get(cell.name, EST[cell.kind])
+
+
+def split(cells, n, timings):
+    """Deterministic split into n shards, balanced by estimated seconds:
+    per lane, longest first, each cell onto the shard whose lane is least
+    loaded (ties: least total, then lowest index). Within a shard the cells
+    keep the matrix's order. Returns [[cells of shard 1], ...]."""
+    load = dict(((l, s), 0.0) for l in ("bazel", "lang") for s in range(n))
+    total = [0.0] * n
+    where = {}
+    for ln in ("bazel", "lang"):
+        mine = sorted((c for c in cells if lane(c) == ln), key=lambda c: (-estimate(c, timings), c.name))
+        for c in mine:
+            s = min(range(n), key=lambda i: (load[(ln, i)], total[i], i))
+            where[c.name] = s
+            e = estimate(c, timings)
+            load[(ln, s)] += e
+            total[s] += e
+    shards = [[] for _ in range(n)]
+    for c in cells:
+        shards[where[c.name]].append(c)
+    return shards
+
+
+def split_digest(parts):
+    """Names the whole split: the shards of one run must all carry the same."""
+    import hashlib
+    return hashlib.sha256("\n".join("%d %s" % (i + 1, c.name) for i, p in enumerate(parts)
+                                     for c in p).encode()).hexdigest()[:16]
+
+
+def shard_estimate(cells, timings, jobs):
+    bazel = sum(estimate(c, timings) for c in cells if lane(c) == "bazel")
+    lang = sum(estimate(c, timings) for c in cells if lane(c) == "lang")
+    return bazel, lang, max(bazel, lang / max(1, jobs))
+
+
+def machine():
+    """What ran this report: the header of a merged report shows it per shard."""
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+        m = re.search(r"^(?:model name|Model|cpu model|cpu)\s*:\s*(.+)$", text, re.M)
+        cpu = m.group(1).strip() if m else ""
+    except IOError:
+        pass
+    try:
+        with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+            cs = f.read().strip()
+    except IOError:
+        cs = "unknown"
+    return {"hostname": platform.node(), "arch": platform.machine(), "cpu": cpu or platform.processor() or "unknown",
+            "kernel": "%s %s" % (platform.system(), platform.release()), "clocksource": cs,
+            "cpus": os.cpu_count() or 0}
+
+
+def machine_brief(m):
+    return "%s (%s, %s, %d CPUs), kernel %s, clocksource %s" % (
+        m.get("hostname", "?"), m.get("cpu", "?"), m.get("arch", "?"), m.get("cpus", 0),
+        m.get("kernel", "?"), m.get("clocksource", "?"))
+
+
+def shard_lines(meta):
+    """Header lines of a report: which machine ran which shard."""
+    out = []
+    if meta.get("shards"):
+        for s in meta["shards"]:
+            out.append("shard %s (%d cells, %s, %s): %s" % (
+                s["shard"], s["cells"], fmt_dur(s.get("elapsed_s") or 0), s.get("dir", ""),
+                machine_brief(s["machine"]) if s.get("machine") else s.get("host", "")))
+    elif meta.get("shard"):
+        out.append("shard %s of %d selected cells (split by %s): %s" % (
+            meta["shard"]["spec"], len(meta.get("selection") or []), meta["shard"].get("timings", "?"),
+            machine_brief(meta["machine"]) if meta.get("machine") else meta.get("host", "")))
+    rc = meta.get("remote_cache")
+    if rc:
+        out.append("remote cache %s: %d remote cache hit of %d processes (%d internal) over %d Bazel runs" % (
+            rc["url"], rc["hits"], rc["processes"], rc["internal"], rc["bazel_runs"]))
+    return out
+
+
+def cache_key(cell_or_name, version, flags):
+    """Per-cell remote cache key: the cell, and a digest of the compiler's
+    version line and the cell's Bazel flags. Bazel puts it into every
+    action's platform properties (--remote_default_exec_properties), which
+    are part of the action digest: an HTTP cache ignores
+    --remote_instance_name, so that would not separate them."""
+    import hashlib
+    h = hashlib.sha256(("%s\n%s" % (version, " ".join(flags))).encode()).hexdigest()[:16]
+    return "%s-%s" % (slug(cell_or_name), h)
+
+
+def remote_flags(url, key):
+    return ["--remote_cache=%s" % url, "--remote_upload_local_results",
+            "--remote_default_exec_properties=tickclock-cache-key=%s" % key]
+
+
+def process_stats(text):
+    """Sums Bazel's closing "INFO: N processes: X remote cache hit, Y internal,
+    Z linux-sandbox." lines: {processes, hits, internal}."""
+    st = {"processes": 0, "hits": 0, "internal": 0}
+    for m in re.finditer(r"^INFO: (\d+) process(?:es)?(?:: (.*?))?\.?$", text, re.M):
+        st["processes"] += int(m.group(1))
+        for part in (m.group(2) or "").split(","):
+            p = re.match(r"\s*(\d+) (.+?)\s*$", part)
+            if p and p.group(2) == "remote cache hit":
+                st["hits"] += int(p.group(1))
+            elif p and p.group(2) == "internal":
+                st["internal"] += int(p.group(1))
+    return st
+
+
+def hit_ratio(st):
+    real = st["processes"] - st["internal"]
+    return "%.0f%%" % (100.0 * st["hits"] / real) if real > 0 else "n/a"
+
+
+def cells_from_doc(doc, where):
+    """Cells (with their results) from a report.json; raises Usage."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
+        raise Usage("%s: expected an object with a \"cells\" list (a report.json written by ci/matrix)" % where)
+    known = dict((c.name, c) for c in all_cells())
+    cells = []
+    for i, j in enumerate(doc["cells"]):
+        c = known.get(j.get("name")) if isinstance(j, dict) else None
+        if c is None:
+            raise Usage("%s: cell %d ('%s') is not a cell of this ci/matrix"
+                        % (where, i, j.get("name") if isinstance(j, dict) else j))
+        try:
+            c.status, c.seconds, c.tests = j["status"], j["seconds"], j["tests"]
+            c.version, c.flags, c.log = j["version"], j["flags"], j["log"]
+            c.reason, c.errors, c.notes = j["reason"] or "", j["errors"] or [], j["notes"] or []
+            c.remote = j.get("remote_cache")
+            if j.get("source") is not None:
+                c.info = {"source": j["source"], "hz": j["frequency_hz"],
+                          "freq_method": j["frequency_method"], "uncertainty_ppm": j["uncertainty_ppm"],
+                          "now_read_ns": j["now_read_ns"], "why": j["why"], "compiler": j["compiled_by"],
+                          "candidates": j["candidates"]}
+        except KeyError as e:
+            raise Usage("%s: cell %d ('%s') has no field %s" % (where, i, c.name, e))
+        cells.append(c)
+    return cells
+
+
+META_KEYS = ("quick", "args", "finished", "elapsed_s", "host", "jobs")
+META_OPTIONAL = ("machine", "shard", "shards", "selection", "remote_cache")
+
+
+def doc_meta(doc, where):
+    try:
+        meta = dict((k, doc[k]) for k in META_KEYS)
+    except KeyError as e:
+        raise Usage("%s: no field %s" % (where, e))
+    for k in META_OPTIONAL:
+        if doc.get(k) is not None:
+            meta[k] = doc[k]
+    return meta
+
+
+def merge(dirs, out):
+    """Shard reports -> one report: every selected cell exactly once."""
+    if os.path.realpath(out) in [os.path.realpath(d) for d in dirs]:
+        raise Usage("--out %s is one of the reports to merge; write the merged report elsewhere" % shown(out))
+    docs = []
+    for d in dirs:
+        path = os.path.join(d, "report.json")
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (IOError, ValueError) as e:
+            raise Usage("%s: cannot read a report: %s" % (shown(path), e))
+        cells = cells_from_doc(doc, shown(path))
+        docs.append((d, doc, cells, doc_meta(doc, shown(path))))
+    # A sharded report names every cell of its run (the selection before the
+    # split); reports of one run must together hold each of them.
+    runs = {}
+    for d, doc, cells, meta in docs:
+        sel = tuple(meta.get("selection") or [c.name for c in cells])
+        spec = meta.get("shard", {}).get("spec", "1/1")
+        for c in cells:
+            if c.name not in sel:
+                raise Usage("%s: cell '%s' is not in its own selection" % (shown(d), c.name))
+        run = runs.setdefault(sel, {})
+        if spec in run:
+            raise Usage("shard %s given twice: %s and %s (duplicate)" % (spec, shown(run[spec]), shown(d)))
+        split_id = meta.get("shard", {}).get("split")
+        for other_spec, other in run.items():
+            other_id = [m.get("shard", {}).get("split") for dd, _, _, m in docs if dd == other][0]
+            if split_id and other_id and split_id != other_id:
+                raise Usage("shard %s (%s) and shard %s (%s) were split differently (%s / %s); run every "
+                            "shard with the same --timings" % (
+                                other_spec, shown(other), spec, shown(d),
+                                [m for dd, _, _, m in docs if dd == other][0]["shard"].get("timings"),
+                                meta["shard"].get("timings")))
+        run[spec] = d
+    owner = {}
+    for d, doc, cells, meta in docs:
+        for c in cells:
+            if c.name in owner:
+                raise Usage("cell '%s' is in both %s and %s (duplicate)" % (c.name, shown(owner[c.name]), shown(d)))
+            owner[c.name] = d
+    for sel, run in runs.items():
+        for name in sel:
+            if name not in owner:
+                n = list(run)[0].split("/")[1]
+                have = ", ".join(sorted(run))
+                raise Usage("cell '%s' is missing: no report holds it (shards given: %s of %s; a shard "
+                            "missing, or shards split with different timings)" % (name, have, n))
+    # the merged report: cells in the matrix's order, logs copied along
+    order = dict((c.name, i) for i, c in enumerate(all_cells()))
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(os.path.join(out, "logs"))
+    set_out(out)
+    merged, shards = [], []
+    for d, doc, cells, meta in docs:
+        spec = meta.get("shard", {}).get("spec", "1/1")
+        sub = "shard-" + spec.replace("/", "-of-")
+        for c in cells:
+            src = os.path.join(d, c.log)
+            if os.path.isfile(src):
+                dst = os.path.join(out, c.log)
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                shutil.copyfile(src, dst)
+            merged.append(c)
+        for extra in ("deps.log", "prepare.log"):
+            src = os.path.join(d, "logs", extra)
+            if os.path.isfile(src):
+                os.makedirs(os.path.join(out, "logs", sub), exist_ok=True)
+                shutil.copyfile(src, os.path.join(out, "logs", sub, extra))
+        shards.append({"shard": spec, "dir": shown(d), "cells": len(cells), "elapsed_s": meta["elapsed_s"],
+                       "finished": meta["finished"], "host": meta["host"], "machine": meta.get("machine"),
+                       "args": meta["args"], "remote_cache": meta.get("remote_cache")})
+    merged.sort(key=lambda c: order[c.name])
+    shards.sort(key=lambda s: (int(s["shard"].split("/")[1]), int(s["shard"].split("/")[0]), s["dir"]))
+    caches = [s["remote_cache"] for s in shards if s.get("remote_cache")]
+    meta = {
+        "quick": all(m["quick"] for _, _, _, m in docs),
+        "args": " --merge " + " ".join(shown(d) for d in dirs),
+        "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "elapsed_s": max(m["elapsed_s"] for _, _, _, m in docs),
+        "host": "%d shard reports" % len(docs),
+        "jobs": max(m["jobs"] for _, _, _, m in docs),
+        "shards": shards,
+        "selection": [c.name for c in merged],
+    }
+    if caches:
+        meta["remote_cache"] = {"url": ", ".join(sorted(set(c["url"] for c in caches))),
+                                "hits": sum(c["hits"] for c in caches),
+                                "processes": sum(c["processes"] for c in caches),
+                                "internal": sum(c["internal"] for c in caches),
+                                "bazel_runs": sum(c["bazel_runs"] for c in caches)}
+    write_json(merged, meta)
+    write_md(merged, meta)
+    write_html(merged, meta)
+    n = counts(merged)
+    for line in shard_lines(meta):
+        print("ci/matrix: " + line)
+    print("ci/matrix: merged %d reports, %d cells: %d PASS, %d FAIL, %d SKIPPED; report: %s/report.{md,json,html}" % (
+        len(docs), len(merged), n["PASS"], n["FAIL"], n["SKIPPED"], shown(out)))
+    print("%d passed, %d failed, %d skipped" % (n["PASS"], n["FAIL"], n["SKIPPED"]))
+    return 1 if n["FAIL"] else 0
+
+
 # ---- main ------------------------------------------------------------------
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not usage + message
+        raise Usage(message)
+
+
 def main():
-    ap = argparse.ArgumentParser(prog="ci/matrix", description=__doc__.split("\n\n")[0])
+    try:
+        return run(sys.argv[1:])
+    except Usage as e:
+        print("ci/matrix: %s" % e, file=sys.stderr)
+        return 2
+
+
+def run(argv):
+    ap = Parser(prog="ci/matrix", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a handful of representative cells (< 10 min)")
     ap.add_argument("--only", metavar="REGEX", help="only cells whose name matches (case-insensitive search)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2,
                     help="parallel non-Bazel cells (default: CPUs); Bazel cells run one at a time")
-    ap.add_argument("--list", action="store_true", help="list the selected cells and exit")
+    ap.add_argument("--list", action="store_true", help="list the selected cells (of --shard K/N) and exit")
     ap.add_argument("--no-deps", action="store_true", help="do not run ci/deps")
     ap.add_argument("--rerender", action="store_true",
-                    help="write report.md and report.html again from out/matrix/report.json, run nothing")
-    args = ap.parse_args()
+                    help="write report.md and report.html again from OUT/report.json, run nothing")
+    ap.add_argument("--shard", metavar="K/N",
+                    help="run the K-th of N deterministic parts of the selected cells, balanced by time")
+    ap.add_argument("--timings", metavar="REPORT_JSON",
+                    help="per-cell seconds that balance --shard (default: OUT/report.json if there is one, "
+                         "else a static estimate per kind of cell); every shard of a run must use the same")
+    ap.add_argument("--out", metavar="DIR", help="where the report and logs go (default: out/matrix)")
+    ap.add_argument("--merge", metavar="DIR", nargs="+",
+                    help="combine the reports in these folders into one in --out, run nothing")
+    ap.add_argument("--remote-cache", metavar="URL",
+                    help="Bazel remote cache (http://, https://, grpc://, grpcs://) for every Bazel build, "
+                         "with --remote_upload_local_results and a per-cell key")
+    args = ap.parse_args(argv)
+    if args.jobs < 1:
+        raise Usage("--jobs %d: expected 1 or more" % args.jobs)
+    if args.out is not None:
+        out = user_path(args.out)
+        if not args.out or out == ROOT or ROOT.startswith(out.rstrip("/") + "/"):
+            raise Usage("--out %s: not a folder to write a report into (it holds the checkout)" % (args.out or "''"))
+        set_out(out)
+    if args.remote_cache is not None and not re.match(r"^(https?|grpcs?)://\S+$", args.remote_cache):
+        raise Usage("--remote-cache '%s': expected a URL (http://HOST:PORT, grpc://HOST:PORT, ...)" % args.remote_cache)
+    if args.merge:
+        other = [o for o, v in (("--shard", args.shard), ("--quick", args.quick), ("--only", args.only),
+                                ("--list", args.list), ("--rerender", args.rerender),
+                                ("--remote-cache", args.remote_cache), ("--timings", args.timings)) if v]
+        if other:
+            raise Usage("--merge runs nothing; it does not take %s" % ", ".join(other))
+        return merge([user_path(d) for d in args.merge], OUT)
     if args.rerender:
         return rerender()
+    shard = parse_shard(args.shard) if args.shard is not None else None
 
     cells = all_cells()
     if args.quick:
         cells = [c for c in cells if any(re.search(q, c.name) for q in QUICK)]
     if args.only:
-        rx = re.compile(args.only, re.I)
+        try:
+            rx = re.compile(args.only, re.I)
+        except re.error as e:
+            raise Usage("--only '%s': not a regular expression (%s)" % (args.only, e))
         cells = [c for c in cells if rx.search(c.name)]
+    selection = [c.name for c in cells]
+    split_by = None
+    if shard:
+        tpath = user_path(args.timings) if args.timings else os.path.join(OUT, "report.json")
+        if args.timings and not os.path.exists(tpath):
+            raise Usage("--timings %s: no such file" % args.timings)
+        timings = load_timings(tpath, whole_only=not args.timings)
+        split_by = ("seconds from %s (static estimate for %d cells not in it)"
+                    % (shown(tpath), sum(1 for c in cells if c.name not in timings))) if timings else \
+            "static estimate per kind"
+        parts = split(cells, shard[1], timings)
+        cells = parts[shard[0] - 1]
+        split_id = split_digest(parts)
     if args.list:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `ci/matrix --list | head` ends quietly
         for c in cells:
             print(c.name)
-        print("%d cells" % len(cells))
+        if shard:
+            for i, part in enumerate(parts):
+                b, l, wall = shard_estimate(part, timings, args.jobs)
+                print("shard %d/%d: %d cells, Bazel lane %s, language modes %s (%s with --jobs %d)%s" % (
+                    i + 1, shard[1], len(part), fmt_dur(b), fmt_dur(l), fmt_dur(wall), args.jobs,
+                    "  <- listed" if i + 1 == shard[0] else ""))
+            print("split by %s" % split_by)
+            print("%d cells (shard %d/%d of %d selected)" % (len(cells), shard[0], shard[1], len(selection)))
+        else:
+            print("%d cells" % len(cells))
         return 0
-    if not cells:
+    if not cells and not shard:
         print("ci/matrix: no cell selected")
         print("0 passed, 1 failed, 0 skipped")
         return 1
 
     start = time.time()
+    if os.path.isdir(OUT) and os.listdir(OUT) and not (os.path.exists(os.path.join(OUT, "report.json")) or
+                                                     os.path.isdir(os.path.join(OUT, "logs"))):
+        raise Usage("--out %s: a folder with other files in it (not a ci/matrix report); refusing to empty it"
+                    % shown(OUT))
     shutil.rmtree(OUT, ignore_errors=True)
     os.makedirs(LOGS)
     os.makedirs(WORK)
     configs = bazelrc_configs()
     arg_str = "".join(" " + a for a in sys.argv[1:])
-    print("ci/matrix: %d cells%s, --jobs %d; logs in out/matrix/logs/" % (
-        len(cells), " (--quick)" if args.quick else "", args.jobs), flush=True)
+    print("ci/matrix: %d cells%s%s, --jobs %d; logs in %s/" % (
+        len(cells), " (--quick)" if args.quick else "",
+        " (shard %d/%d of %d, split by %s)" % (shard[0], shard[1], len(selection), split_by) if shard else "",
+        args.jobs, shown(LOGS)), flush=True)
 
     # 1. install what the cells need
     need = sorted(set(c.compiler for c in cells if c.kind in ("bazel", "san", "lang")),
@@ -861,7 +1264,7 @@ def main():
     windows_needed = any(c.kind == "windows" and any(x in configs for x in c.needs_config) for c in cells)
     deps_log = os.path.join(LOGS, "deps.log")
     deps_out = ""
-    if not args.no_deps:
+    if not args.no_deps and cells:
         t = time.time()
         with open(deps_log, "w") as log:
             r = Runner([], 1)
@@ -876,6 +1279,7 @@ def main():
             " ".join(need), " + ci/deps cross" if cross_needed else "", time.time() - t), flush=True)
 
     runner = Runner(cells, args.jobs)
+    runner.remote = args.remote_cache
     compilers = dict((n, (cc, cxx)) for n, cc, cxx in COMPILERS)
 
     def missing_reason(name):
@@ -911,7 +1315,9 @@ def main():
     if lang_cells:
         os.makedirs(single_dir)
         with open(os.path.join(LOGS, "prepare.log"), "w") as log:
-            rc, out = runner.sh(log, ["bazel", "build"] + BAZEL_COMMON + ["//:single_header"], timeout=900)
+            rc, out = runner.sh(log, ["bazel", "build"] + BAZEL_COMMON + ["//:single_header"], timeout=900,
+                                cache_key=cache_key("prepare single-header", compiler_version(
+                                    shutil.which("gcc") or "gcc"), BAZEL_COMMON))
             rc2, out2 = runner.sh(log, ["bazel", "query", "--output=label",
                                         "kind('source file', deps(//src/tickclock:core_srcs, 1))"], timeout=300)
             if rc == 0:
@@ -955,13 +1361,24 @@ def main():
         "elapsed_s": round(elapsed, 1),
         "host": host_desc(),
         "jobs": args.jobs,
+        "machine": machine(),
     }
+    if shard:
+        meta["shard"] = {"spec": "%d/%d" % shard, "timings": split_by, "split": split_id}
+        meta["selection"] = selection
+    if args.remote_cache:
+        meta["remote_cache"] = dict(runner.remote_total, url=args.remote_cache)
     write_json(cells, meta)
     write_md(cells, meta)
     write_html(cells, meta)
     n = counts(cells)
-    print("ci/matrix: %d cells in %s: %d PASS, %d FAIL, %d SKIPPED; report: out/matrix/report.{md,json,html}" % (
-        len(cells), fmt_dur(elapsed), n["PASS"], n["FAIL"], n["SKIPPED"]))
+    print("ci/matrix: %d cells in %s: %d PASS, %d FAIL, %d SKIPPED; report: %s/report.{md,json,html}" % (
+        len(cells), fmt_dur(elapsed), n["PASS"], n["FAIL"], n["SKIPPED"], shown(OUT)))
+    if args.remote_cache:
+        t = runner.remote_total
+        print("ci/matrix: %d remote cache hit (sum over %d Bazel runs: %d processes, %d internal; %s of the "
+              "others from the cache at %s)" % (t["hits"], t["bazel_runs"], t["processes"], t["internal"],
+                                                hit_ratio(t), args.remote_cache))
     for c in cells:
         if c.status == "FAIL":
             print("FAIL: %s (%s): %s" % (c.name, c.log, (c.errors or [c.reason])[0]))
