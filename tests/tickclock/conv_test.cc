@@ -117,6 +117,10 @@ const Freq kFreqs[] = {
     {"100 GHz", 100000000000ull, 1},
     {"2.1 GHz*7/3", 2100000000ull * 7, 3},
     {"calibrated-like 2096024137/1000", 2096024137ull, 1000},
+    // denominators above 2^63 / 1e9: 1e9 * den has its top bit set, the
+    // division's carry path
+    {"1.5 GHz over a 1e10 denominator", 10000000019ull * 1500000000ull + 1, 10000000019ull},
+    {"2 kHz over a 1e10 denominator", 10000000019ull * 2000ull + 1, 10000000019ull},
 };
 
 // floor(t * 1e9 * den / num); t*1e9*den < 2^128 since 1e9*den < 2^64.
