@@ -11,11 +11,7 @@
 #include "tests/fixture_util.h"
 #include "tests/skip.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#include <sys/prctl.h>
-#include <x86intrin.h>
-#endif
+#include "tests/host_facts.h"
 
 using namespace tctest;
 
@@ -140,78 +136,12 @@ TEST_CASE("live: a forced TSC is within 10 ppm (+ its uncertainty) of a 1 s refe
   REQUIRE(tickclock_init(nullptr) != TICKCLOCK_EINVAL);
 }
 
-namespace {
-
-// The facts under which the TSC must be chosen, each read here without the
-// library: the kernel's clocksource file, CPUID through <cpuid.h>, prctl,
-// and the two read costs measured by this test (min over batches).
-struct HostFacts {
-  std::string clocksource;
-  bool tsc_bit = false, invariant = false, prctl_enabled = false;
-  double rdtsc_ns = 0, gettime_ns = 0;
-};
-
-double min_cost_ns(bool counter) {
-  double best = 1e9;
-  for (int batch = 0; batch < 16; batch++) {
-    struct timespec a, b, t;
-    uint64_t sink = 0;
-    clock_gettime(CLOCK_MONOTONIC_RAW, &a);
-    for (int i = 0; i < 2000; i++) {
-      if (counter) {
-        sink += __rdtsc();
-      } else {
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        sink += (uint64_t)t.tv_nsec;
-      }
-    }
-    clock_gettime(CLOCK_MONOTONIC_RAW, &b);
-    double ns = ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / 2000;
-    if (ns < best) best = ns;
-    if (sink == 42) best += 0;
-  }
-  return best;
-}
-
-HostFacts host_facts() {
-  HostFacts h;
-  h.clocksource = sysfile("/sys/devices/system/clocksource/clocksource0/current_clocksource");
-  unsigned a, b, c, d;
-  if (__get_cpuid(1, &a, &b, &c, &d)) h.tsc_bit = (d >> 4) & 1;
-  if (__get_cpuid(0x80000000u, &a, &b, &c, &d) && a >= 0x80000007u && a <= 0x8000ffffu &&
-      __get_cpuid(0x80000007u, &a, &b, &c, &d))
-    h.invariant = (d >> 8) & 1;
-  int mode = 0;
-  h.prctl_enabled = prctl(PR_GET_TSC, &mode, 0, 0, 0) == 0 && mode == PR_TSC_ENABLE;
-  if (h.tsc_bit && h.prctl_enabled) {
-    h.rdtsc_ns = min_cost_ns(true);
-    h.gettime_ns = min_cost_ns(false);
-  }
-  return h;
-}
-
-}  // namespace
-
 TEST_CASE("live: clocksource tsc + invariant TSC + RDTSC enabled and cheaper: the TSC is chosen") {
-  HostFacts h = host_facts();
-  char facts[300];
-  std::snprintf(facts, sizeof facts,
-                "clocksource '%s', TSC bit %d, invariant %d, PR_GET_TSC enabled %d, "
-                "RDTSC %.1f ns, clock_gettime %.1f ns",
-                h.clocksource.c_str(), h.tsc_bit, h.invariant, h.prctl_enabled, h.rdtsc_ns,
-                h.gettime_ns);
-  MESSAGE(std::string(facts));
-  std::string missing;
-  if (h.clocksource != "tsc") missing += "clocksource is not tsc; ";
-  if (!h.tsc_bit) missing += "no TSC bit; ";
-  if (!h.invariant) missing += "no invariant TSC; ";
-  if (!h.prctl_enabled) missing += "RDTSC disabled by prctl; ";
-  // the library's rule is "not dearer"; require a clear margin so that the
-  // two measurements cannot disagree on a borderline host
-  if (h.tsc_bit && h.prctl_enabled && !(h.rdtsc_ns < 0.75 * h.gettime_ns))
-    missing += "RDTSC not clearly cheaper than clock_gettime; ";
+  tctest::HostFacts h = tctest::host_facts();
+  MESSAGE(h.describe());
+  std::string missing = h.tsc_required_missing();
   if (!missing.empty()) {
-    tctest::skip("the TSC-must-be-chosen case: " + missing + "(" + facts + ")");
+    tctest::skip("the TSC-must-be-chosen case: " + missing + "(" + h.describe() + ")");
     return;
   }
   unsetenv("TICKCLOCK_SOURCE");
