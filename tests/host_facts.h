@@ -31,7 +31,7 @@ struct HostFacts {
     if (clocksource != "tsc") m += "clocksource is '" + clocksource + "', not tsc; ";
     if (!tsc_bit) m += "no TSC bit; ";
     if (!invariant) m += "no invariant TSC; ";
-    if (!prctl_enabled) m += "RDTSC disabled by prctl; ";
+    if (!prctl_enabled) m += "prctl(PR_GET_TSC) does not report RDTSC enabled; ";
     if (tsc_bit && prctl_enabled && !(rdtsc_ns < 0.75 * gettime_ns))
       m += "RDTSC not clearly cheaper than clock_gettime; ";
     return m;
