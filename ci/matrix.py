@@ -473,18 +473,22 @@ class Runner(object):
             rc, out = self.sh(log, ["bazel", "test", "//..."] + BAZEL_COMMON + flags, timeout=1500,
                               cache_key=key)
             stats.append(self.last_stats)
-            summ = summarize(out, rc)
+            # where this cell's test.log files are (a TICKCLOCK_SKIPPED line in
+            # one makes its target a skip); test-only configs are not defined
+            # for `bazel info`, and they do not move the output tree
+            info_flags = [f for f in flags if not f.startswith("--test_env")]
+            rct, tl = self.sh(log, ["bazel", "info"] + info_flags + ["bazel-testlogs"], timeout=120)
+            if rct != 0:
+                rct, tl = self.sh(log, ["bazel", "info", "bazel-testlogs"], timeout=120)
+            testlogs = tl.strip().splitlines()[-1] if rct == 0 and tl.strip() else None
+            summ = summarize(out, rc, testlogs)
             log.write("\nci/summarize: %s\n" % summ)
             m = re.search(r"(\d+) passed, (\d+) failed, (\d+) skipped", summ)
             if m:
                 cell.tests = {"passed": int(m.group(1)), "failed": int(m.group(2)), "skipped": int(m.group(3))}
-            if rc != 0 or cell.tests["failed"] > 0:
-                ok = False
-                cell.reason = "bazel test exited %d" % rc
+            ok, cell.reason = cell_verdict(rc, cell.tests)
+            if not ok and (rc != 0 or cell.tests["failed"] > 0):
                 cell.errors = first_errors(out)
-            elif cell.tests["passed"] == 0:
-                ok = False
-                cell.reason = "no test passed"
             # what the library chose in this cell's build
             # (with a remote cache, Bazel's INFO lines stay: they count the hits)
             rc2, out2 = self.sh(log, ["bazel", "run"] + BAZEL_COMMON +
@@ -526,21 +530,56 @@ class Runner(object):
         self.finished(cell)
 
 
-def summarize(log_text, rc):
-    """Same counting as ci/summarize."""
+def skip_reason(testlogs, target):
+    """The "TICKCLOCK_SKIPPED: reason" line of a passed target's test.log
+    (a check that could not run on this host said so), or None."""
+    if not testlogs:
+        return None
+    rel = target[2:].replace(":", "/")
+    logs = [os.path.join(testlogs, rel, "test.log")]
+    d = os.path.join(testlogs, rel)
+    if os.path.isdir(d):
+        logs += sorted(os.path.join(d, x, "test.log") for x in os.listdir(d) if x.startswith("shard_"))
+    for tl in logs:
+        try:
+            with open(tl, errors="replace") as f:
+                for line in f:
+                    if line.startswith("TICKCLOCK_SKIPPED: "):
+                        return line[len("TICKCLOCK_SKIPPED: "):].strip()
+        except OSError:
+            continue
+    return None
+
+
+def summarize(log_text, rc, testlogs=None):
+    """Same counting as ci/summarize: FLAKY is a failure, a PASSED target
+    whose test.log says TICKCLOCK_SKIPPED is a skip."""
     p = f = s = 0
     for line in log_text.splitlines():
         if not line.startswith("//"):
             continue
-        if re.match(r"^//\S+\s+(\(cached\) )?(PASSED|FLAKY)", line):
-            p += 1
+        m = re.match(r"^(//\S+)\s+(\(cached\) )?PASSED", line)
+        if m:
+            if skip_reason(testlogs, m.group(1)) is None:
+                p += 1
+            else:
+                s += 1
         elif re.match(r"^//\S+\s+SKIPPED", line):
             s += 1
-        elif re.match(r"^//\S+\s+(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|REMOTE FAILURE)", line):
+        elif re.match(r"^//\S+\s+(\(cached\) )?(FLAKY|FAILED|TIMEOUT|NO STATUS|INCOMPLETE|REMOTE FAILURE)", line):
             f += 1
     if rc not in (0, 3) and f == 0:
         f = 1
     return "%d passed, %d failed, %d skipped" % (p, f, s)
+
+
+def cell_verdict(rc, tests):
+    """(ok, reason) of a Bazel cell from bazel's exit code and its counts."""
+    if rc != 0 or tests["failed"] > 0:
+        return False, "bazel test exited %d" % rc if rc != 0 else "%d failed" % tests["failed"]
+    if tests["passed"] == 0:
+        return False, "no test passed"
+    return True, None
 
 
 # ---- reports ---------------------------------------------------------------

@@ -2,7 +2,7 @@
 // parser, decoder and decider. Directory: $TICKCLOCK_CORPUS, else
 // shared/cpuid-corpus/dumps inside or beside the workspace (found through
 // the real path of a runfile), else /work/shared/cpuid-corpus/dumps. When
-// none exists the test says so and passes (nothing to check).
+// none exists the test reports a skip (TICKCLOCK_SKIPPED), not a pass.
 //
 // For every dump: it parses; decoding never asks for a leaf outside its
 // range (checked by a leaf source that knows the ranges independently);
@@ -11,6 +11,7 @@
 
 #include "doctest/doctest.h"
 #include "tests/fixture_util.h"
+#include "tests/skip.h"
 
 using namespace tctest;
 
@@ -86,7 +87,7 @@ TEST_CASE("shared corpus: parse, gating, well-formed decisions") {
   std::string tried;
   std::string dir = find_corpus(&tried);
   if (dir.empty()) {
-    MESSAGE("SKIP: no CPUID corpus found (set TICKCLOCK_CORPUS); tried: " << tried);
+    tctest::skip("shared corpus: no CPUID corpus found (set TICKCLOCK_CORPUS); tried: " + tried);
     return;
   }
   std::vector<std::string> files = list_cpuid(dir);

@@ -40,7 +40,7 @@ TEST_CASE("curated fixtures replay with their expectations") {
     for (const char *k : {"expect.vendor", "expect.family", "expect.model", "expect.stepping",
                           "expect.invariant_tsc", "expect.hypervisor", "expect.tsc_hz",
                           "expect.tsc_hz.method", "expect.source", "expect.freq",
-                          "expect.refused", "clocksource"})
+                          "expect.refused", "expect.hz", "clocksource"})
       REQUIRE_MESSAGE(tickclock_fixture_meta_get(fx, k) != nullptr, "missing # " << k);
 
     tickclock_evidence ev;
@@ -84,6 +84,9 @@ TEST_CASE("curated fixtures replay with their expectations") {
     CHECK_MESSAGE(malformed(*info) == "", malformed(*info));
     CHECK(std::string(info->source_name) == meta(fx, "expect.source"));
     CHECK(std::string(info->freq_detail) == meta(fx, "expect.freq"));
+    // the frequency itself, not only the name of the rule that gave it
+    CHECK(hz_text(info->hz_num, info->hz_den) == meta(fx, "expect.hz"));
+    CHECK(hz_text(info->conv.hz_num, info->conv.hz_den) == meta(fx, "expect.hz"));
     std::set<std::string> refused;
     for (unsigned i = 0; i < info->n_freqs; i++)
       if (info->freqs[i].checked && !info->freqs[i].usable) {
@@ -102,6 +105,20 @@ TEST_CASE("curated fixtures replay with their expectations") {
   for (const char *v : {"GenuineIntel", "AuthenticAMD", "HygonGenuine", "CentaurHauls"})
     CHECK_MESSAGE(vendors_seen.count(v) == 1, "no fixture for vendor " << v);
   CHECK(n_tsc >= 10);
+  // the policy fixtures: each rule of the oracle's policy on both sides
+  for (const char *f : {"policy__hyperv-promise__wsl2.cpuid", "policy__read-cost-equal__coffeelake.cpuid",
+                        "policy__read-cost-dearer__coffeelake.cpuid",
+                        "policy__cal-cap-inside__coffeelake.cpuid",
+                        "policy__cal-cap-outside__coffeelake.cpuid",
+                        "policy__perf-page__coffeelake.cpuid",
+                        "policy__agree-inside__coffeelake.cpuid",
+                        "policy__agree-outside__coffeelake.cpuid"}) {
+    bool found = false;
+    for (const std::string &path : files)
+      if (path.size() >= std::strlen(f) && path.compare(path.size() - std::strlen(f), std::string::npos, f) == 0)
+        found = true;
+    CHECK_MESSAGE(found, "missing policy fixture " << f);
+  }
   CHECK(n_system >= 10);
   MESSAGE("replayed " << files.size() << " fixtures: " << n_tsc << " tsc, " << n_system
                       << " system");

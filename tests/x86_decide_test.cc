@@ -301,9 +301,11 @@ TEST_CASE("0x15: 64-bit products never overflow or truncate") {
 
 TEST_CASE("0x15: Linux's known crystals when ECX is 0") {
   struct Case {
-    uint32_t model, crystal;
-  } cases[] = {{0x5f, 25000000}, {0x4e, 24000000}, {0x5e, 24000000},
-               {0x8e, 24000000}, {0x9e, 24000000}, {0x5c, 19200000}};
+    uint32_t model;
+    uint64_t tsc_hz;
+  } cases[] = {{0x5f, UINT64_C(2200000000)}, {0x4e, UINT64_C(2112000000)},
+               {0x5e, UINT64_C(2112000000)}, {0x8e, UINT64_C(2112000000)},
+               {0x9e, UINT64_C(2112000000)}, {0x5c, UINT64_C(1689600000)}};
   for (auto c : cases) {
     CAPTURE(c.model);
     Leaves l = intel(0x16, c.model, false);
@@ -313,10 +315,8 @@ TEST_CASE("0x15: Linux's known crystals when ECX is 0") {
     tickclock_freq fr;
     REQUIRE(tickclock_x86_freq_leaf15(&f, &fr));
     CHECK(std::string(fr.name) == "cpuid_15h_known_crystal");
-    uint64_t n = (uint64_t)c.crystal * 176, d = 2;
-    tickclock__reduce(&n, &d);
-    CHECK(fr.hz_num == n);
-    CHECK(fr.hz_den == d);
+    CHECK(fr.hz_num == c.tsc_hz);  // crystal * 176 / 2, written out
+    CHECK(fr.hz_den == 1);
   }
   // Skylake-S i7-6700K: 24 MHz * 334/2 = 4008 MHz, while 0x16 says 4000
   Leaves l = intel(0x16, 0x5e, false);
@@ -375,10 +375,20 @@ TEST_CASE("ppm and reduce") {
   CHECK(tickclock__ppm(3, 2, 3000000, 2000000) == 0.0);
   // huge operands: 128-bit products
   CHECK(tickclock__ppm(UINT64_C(18000000000000000000), 3, UINT64_C(6000000000000000000), 1) == 0.0);
+  CHECK(tickclock__ppm(2, 1, 1, 1) == 1e6);
+  CHECK(tickclock__ppm(1, 2, 1, 1) == -5e5);
   uint64_t n = 48, d = 36;
   tickclock__reduce(&n, &d);
   CHECK(n == 4);
   CHECK(d == 3);
+  n = 6, d = 4;  // gcd 2
+  tickclock__reduce(&n, &d);
+  CHECK(n == 3);
+  CHECK(d == 2);
+  n = 7, d = 0;  // den 0: untouched
+  tickclock__reduce(&n, &d);
+  CHECK(n == 7);
+  CHECK(d == 0);
 }
 
 // ---- fixture parser ----------------------------------------------------------
@@ -656,4 +666,423 @@ TEST_CASE("decider: Xen emulated TSC (vtsc) refused; a Xen stable-TSC promise st
   Decision e = decide(ev2);
   CHECK(e.info->source == TICKCLOCK_SOURCE_SYSTEM);
   CHECK(contains(e.tsc_reason(), "emulates RDTSC"));
+}
+
+// ---- documented limits, each pinned just inside and just outside ----------
+
+namespace {
+
+// Calibration placed so that a source of exactly hz disagrees with it by
+// ppm_tenths / 10 ppm: cal = hz * 1e7 / (1e7 + ppm_tenths).
+void calibrated_at(tickclock_evidence *ev, uint64_t hz, int64_t ppm_tenths, double unc) {
+  calibrated(ev, hz * UINT64_C(10000000), (uint64_t)(INT64_C(10000000) + ppm_tenths), unc);
+}
+
+// A bare-metal Intel CPU whose leaf 0x15 states exactly 2.4 GHz (24 MHz
+// crystal x 200/2) and whose leaf 0x16 is absent.
+tickclock_x86_facts crystal_2400() {
+  Leaves l = intel(0x15, 0x97, false);
+  l.set(0x15, 2, 200, 24000000, 0);
+  return decode(l);
+}
+
+}  // namespace
+
+TEST_CASE("limit: agreement bound is 25 ppm + calibration uncertainty + the source's quantisation") {
+  tickclock_x86_facts x = crystal_2400();
+  struct Case {
+    int64_t tenths;  // the crystal's disagreement with calibration, 0.1 ppm
+    double cal_unc;
+    bool agrees;
+  } cases[] = {
+      {+245, 0.0, true},   {+255, 0.0, false}, {-245, 0.0, true},  {-255, 0.0, false},
+      {+255, 1.0, true},   {+265, 1.0, false}, {-255, 1.0, true},  {-265, 1.0, false},
+      {+345, 10.0, true},  {+355, 10.0, false}, {-345, 10.0, true}, {-355, 10.0, false},
+  };
+  for (const Case &c : cases) {
+    CAPTURE(c.tenths);
+    CAPTURE(c.cal_unc);
+    tickclock_evidence ev = evidence(x, "tsc", "tsc hpet");
+    calibrated_at(&ev, UINT64_C(2400000000), c.tenths, c.cal_unc);
+    Decision d = decide(ev);
+    REQUIRE(d.rc == 0);
+    const tickclock_freq_candidate *cr = d.freq("cpuid_15h_crystal");
+    REQUIRE(cr != nullptr);
+    CHECK(cr->checked == 1);
+    CHECK(cr->ppm_vs_calibration == doctest::Approx(c.tenths / 10.0).epsilon(1e-9));
+    CHECK(cr->bound_ppm == doctest::Approx(25.0 + c.cal_unc).epsilon(1e-12));
+    CHECK(cr->usable == (c.agrees ? 1 : 0));
+    CHECK(d.info->source == TICKCLOCK_SOURCE_TSC);
+    if (c.agrees) {
+      CHECK(std::string(d.info->freq_detail) == "cpuid_15h_crystal");
+      CHECK(d.info->hz_num == UINT64_C(2400000000));
+      CHECK(d.info->hz_den == 1);
+    } else {
+      CHECK(std::string(d.info->freq_detail) == "calibration");
+      CHECK(contains(cr->reason, "disagrees with calibration"));
+    }
+  }
+}
+
+TEST_CASE("limit: a nominal MHz source's quantisation (0.5 MHz) widens its bound") {
+  // leaf 0x16 base 2500 MHz: quantisation 0.5/2500 = 200 ppm, bound 25 + 1 + 200
+  Leaves l = intel(0x16, 0x55, false);
+  l.set(0x15, 2, 200, 0, 0);  // ratio, no crystal, model without a known one: from 0x16
+  l.set(0x16, 2500, 3900, 100, 0);
+  tickclock_x86_facts x = decode(l);
+  for (int64_t tenths : {+2255, -2255, +2265, -2265}) {
+    CAPTURE(tenths);
+    tickclock_evidence ev = evidence(x, "tsc", "tsc");
+    calibrated_at(&ev, UINT64_C(2500000000), tenths, 1.0);
+    Decision d = decide(ev);
+    bool inside = tenths == 2255 || tenths == -2255;
+    for (const char *name : {"cpuid_16h", "cpuid_15h_from_16h"}) {
+      CAPTURE(name);
+      const tickclock_freq_candidate *c = d.freq(name);
+      REQUIRE(c != nullptr);
+      CHECK(c->uncertainty_ppm == doctest::Approx(200.0).epsilon(1e-12));
+      CHECK(c->bound_ppm == doctest::Approx(226.0).epsilon(1e-12));
+      CHECK(c->usable == (inside ? 1 : 0));
+    }
+    // both rank below calibration: measurement beats a nominal figure
+    CHECK(std::string(d.info->freq_detail) == "calibration");
+  }
+}
+
+TEST_CASE("limit: a hypervisor kHz leaf's quantisation is 0.5 kHz") {
+  // KVM timing leaf 2 100 000 kHz: quantisation 0.238 ppm, bound 25 + 1 + 0.238
+  Leaves l = intel(0xd, 0x55, true);
+  l.set(0x40000000u, 0x40000010u, w("KVMK"), w("VMKV"), w("M\0\0\0"));
+  l.set(0x40000010u, 2100000, 1000000, 0, 0);
+  tickclock_x86_facts x = decode(l);
+  for (int64_t tenths : {+261, -261, +264, -264}) {
+    CAPTURE(tenths);
+    tickclock_evidence ev = evidence(x, "tsc", "tsc kvm-clock");
+    calibrated_at(&ev, UINT64_C(2100000000), tenths, 1.0);
+    Decision d = decide(ev);
+    const tickclock_freq_candidate *c = d.freq("hypervisor_40000010");
+    REQUIRE(c != nullptr);
+    CHECK(c->bound_ppm == doctest::Approx(26.0 + 0.5 / 2100000 * 1e6).epsilon(1e-12));
+    bool inside = tenths == 261 || tenths == -261;
+    CHECK(c->usable == (inside ? 1 : 0));
+    CHECK(std::string(d.info->freq_detail) == (inside ? "hypervisor_40000010" : "calibration"));
+  }
+}
+
+TEST_CASE("limit: kvm-clock + offered tsc needs the hypervisor leaf inside the bound") {
+  Leaves l = intel(0xd, 0x55, true);
+  l.set(0x40000000u, 0x40000010u, w("KVMK"), w("VMKV"), w("M\0\0\0"));
+  l.set(0x40000010u, 2100000, 1000000, 0, 0);
+  tickclock_x86_facts x = decode(l);
+  for (int64_t tenths : {+255, -255, +265, -265}) {
+    CAPTURE(tenths);
+    tickclock_evidence ev = evidence(x, "kvm-clock", "kvm-clock tsc acpi_pm");
+    calibrated_at(&ev, UINT64_C(2100000000), tenths, 1.0);
+    Decision d = decide(ev);
+    bool inside = tenths == 255 || tenths == -255;
+    CHECK(d.info->source == (inside ? TICKCLOCK_SOURCE_TSC : TICKCLOCK_SOURCE_SYSTEM));
+  }
+}
+
+TEST_CASE("limit: calibration uncertainty cap (2000 ppm) for an automatic choice") {
+  tickclock_x86_facts x = crystal_2400();
+  for (double unc : {1999.0, 2000.0, 2001.0}) {
+    CAPTURE(unc);
+    tickclock_evidence ev = evidence(x, "tsc", "tsc");
+    calibrated(&ev, UINT64_C(2400000000), 1, unc);
+    Decision d = decide(ev);
+    if (unc <= 2000.0) {
+      CHECK(d.info->source == TICKCLOCK_SOURCE_TSC);
+    } else {
+      CHECK(d.info->source == TICKCLOCK_SOURCE_SYSTEM);
+      CHECK(contains(d.tsc_reason(), "calibration brackets too wide"));
+    }
+    // a forced TSC is not held to the cap (it is still calibrated)
+    ev.cfg_source = TICKCLOCK_SOURCE_TSC;
+    Decision f = decide(ev);
+    CHECK(f.info->source == TICKCLOCK_SOURCE_TSC);
+    CHECK(f.info->forced == 1);
+  }
+}
+
+TEST_CASE("limit: read-cost rule: a counter read may cost as much as clock_gettime, not more") {
+  tickclock_x86_facts x = crystal_2400();
+  struct Case {
+    double counter, os;
+    int source;
+  } cases[] = {
+      {30.0, 30.0, TICKCLOCK_SOURCE_TSC},    {30.5, 30.0, TICKCLOCK_SOURCE_SYSTEM},
+      {29.5, 30.0, TICKCLOCK_SOURCE_TSC},    {60.5, 30.0, TICKCLOCK_SOURCE_SYSTEM},
+      {900.0, 0.0, TICKCLOCK_SOURCE_TSC},    // clock_gettime not measured: no rule
+      {0.0, 30.0, TICKCLOCK_SOURCE_TSC},     // counter not measured: no rule
+  };
+  for (const Case &c : cases) {
+    CAPTURE(c.counter);
+    CAPTURE(c.os);
+    tickclock_evidence ev = evidence(x, "tsc", "tsc");
+    ev.counter_read_ns = c.counter;
+    ev.os_read_ns = c.os;
+    calibrated(&ev, UINT64_C(2400000000), 1, 1.0);
+    Decision d = decide(ev);
+    CHECK(d.info->source == c.source);
+    if (c.source == TICKCLOCK_SOURCE_SYSTEM) CHECK(contains(d.tsc_reason(), "trapped"));
+  }
+}
+
+// ---- decider rules seen from both sides ---------------------------------------
+
+TEST_CASE("decider: Hyper-V's TSC-invariant promise stands in for the invariant bit") {
+  Leaves l = intel(0xd, 0x55, true);
+  l.set(0x80000007u, 0, 0, 0, 0);  // invariant TSC hidden
+  l.set(0x40000000u, 0x40000005u, w("Micr"), w("osof"), w("t Hv"));
+  l.set(0x40000003u, 1u << 15, 0, 0, 0);
+  tickclock_x86_facts x = decode(l);
+  CHECK(x.hyperv_tsc_invariant == 1);
+  CHECK(x.hyperv_freq_msrs == 0);
+  tickclock_evidence ev = evidence(x, "tsc", "tsc hyperv_clocksource_tsc_page");
+  calibrated(&ev, UINT64_C(2400000000), 1, 1.0);
+  Decision d = decide(ev);
+  CHECK(d.info->source == TICKCLOCK_SOURCE_TSC);
+  // without the promise (bit 14 set instead): refused for the invariant bit
+  l.set(0x40000003u, 1u << 14, 0, 0, 0);
+  tickclock_x86_facts y = decode(l);
+  CHECK(y.hyperv_tsc_invariant == 0);
+  tickclock_evidence ev2 = evidence(y, "tsc", "tsc hyperv_clocksource_tsc_page");
+  calibrated(&ev2, UINT64_C(2400000000), 1, 1.0);
+  Decision e = decide(ev2);
+  CHECK(e.info->source == TICKCLOCK_SOURCE_SYSTEM);
+  CHECK(contains(e.tsc_reason(), "invariant TSC"));
+  // frequency MSRs: EAX[11] and EDX[8] both needed
+  l.set(0x40000003u, 1u << 11, 0, 0, 1u << 8);
+  CHECK(decode(l).hyperv_freq_msrs == 1);
+  l.set(0x40000003u, 1u << 11, 0, 0, 1u << 7);
+  CHECK(decode(l).hyperv_freq_msrs == 0);
+}
+
+TEST_CASE("decider: Xen's reliable-TSC flag (EAX[1]) is the promise, vtsc (EAX[0]) the veto") {
+  struct Case {
+    uint32_t flags;
+    int source;
+  } cases[] = {{0x2, TICKCLOCK_SOURCE_TSC},
+               {0x0, TICKCLOCK_SOURCE_SYSTEM},
+               {0x3, TICKCLOCK_SOURCE_SYSTEM},
+               {0x1, TICKCLOCK_SOURCE_SYSTEM},
+               {0x4, TICKCLOCK_SOURCE_SYSTEM}};
+  for (const Case &c : cases) {
+    CAPTURE(c.flags);
+    Leaves l = intel(0xd, 0x3f, true);
+    l.set(0x80000007u, 0, 0, 0, 0);
+    l.set(0x40000000u, 0x40000005u, w("XenV"), w("MMXe"), w("nVMM"));
+    l.set(0x40000003u, c.flags, 2, 2400000, 1);
+    tickclock_evidence ev = evidence(decode(l), "tsc", "tsc xen");
+    calibrated(&ev, UINT64_C(2400000000), 1, 1.0);
+    Decision d = decide(ev);
+    CHECK(d.info->source == c.source);
+    if (c.flags & 1) CHECK(contains(d.tsc_reason(), "emulates RDTSC"));
+  }
+}
+
+TEST_CASE("decider: in a VM the hypervisor's leaf outranks the leaf 0x15 it passes through") {
+  Leaves l = intel(0x15, 0x97, true);
+  l.set(0x15, 2, 200, 24000000, 0);  // 2.4 GHz
+  l.set(0x40000000u, 0x40000010u, w("KVMK"), w("VMKV"), w("M\0\0\0"));
+  l.set(0x40000010u, 2400000, 1000000, 0, 0);  // 2.4 GHz too
+  tickclock_evidence ev = evidence(decode(l), "tsc", "tsc kvm-clock");
+  calibrated(&ev, UINT64_C(2400000000), 1, 1.0);
+  Decision d = decide(ev);
+  CHECK(std::string(d.info->freq_detail) == "hypervisor_40000010");
+  CHECK(d.freq("cpuid_15h_crystal")->usable);
+  CHECK(contains(d.freq("cpuid_15h_crystal")->reason, "hypervisor_40000010 ranks higher"));
+  // on bare metal the crystal wins over calibration
+  tickclock_evidence bm = evidence(crystal_2400(), "tsc", "tsc");
+  calibrated(&bm, UINT64_C(2400000000), 1, 1.0);
+  CHECK(std::string(decide(bm).info->freq_detail) == "cpuid_15h_crystal");
+}
+
+TEST_CASE("decider: the perf page's frequency is 1e9 * 2^shift / mult; shifts past 32 are no source") {
+  tickclock_evidence ev = evidence(crystal_2400(), "tsc", "tsc");
+  calibrated(&ev, UINT64_C(2400000000), 1, 1.0);
+  ev.perf.attempted = ev.perf.ok = ev.perf.cap_user_time = 1;
+  ev.perf.time_shift = 32;
+  ev.perf.time_mult = 1789569707;  // 1e9 * 2^32 / 2.4e9 = 1789569706.67, rounded up
+  Decision d = decide(ev);
+  const tickclock_freq_candidate *p = d.freq("perf_page");
+  REQUIRE(p != nullptr);
+  CHECK(p->available);
+  CHECK(p->hz_num == UINT64_C(4294967296000000000));
+  CHECK(p->hz_den == UINT64_C(1789569707));
+  CHECK(p->hz == doctest::Approx(2399999999.55).epsilon(1e-11));
+  CHECK(std::string(d.info->freq_detail) == "perf_page");
+  ev.perf.time_shift = 33;
+  ev.perf.time_mult = 3579139413u;
+  Decision e = decide(ev);
+  CHECK_FALSE(e.freq("perf_page")->available);
+  CHECK(contains(e.freq("perf_page")->reason, "unusable time_mult"));
+}
+
+// ---- decoder gates and bit positions -----------------------------------------
+
+TEST_CASE("decoder: range gates at their edges") {
+  // extended maximum 0x80010000 is outside 0x80000000..0x8000ffff
+  Leaves e = intel(0xd, 0x55, false);
+  e.set(0x80000000u, 0x80010000u, 0, 0, 0);
+  CHECK(decode(e).max_ext_leaf == 0);
+  CHECK_FALSE(e.was_asked(0x80000007u));
+  e.set(0x80000000u, 0x8000ffffu, 0, 0, 0);
+  CHECK(decode(e).max_ext_leaf == 0x8000ffffu);
+  // a hypervisor base whose EAX is past base + 0xff is no range
+  Leaves h = intel(0xd, 0x55, true);
+  h.set(0x40000000u, 0x40000100u, w("VMwa"), w("reVM"), w("ware"));
+  h.set(0x40000010u, 2400000, 1000, 0, 0);
+  CHECK(decode(h).hv_valid == 0);
+  h.set(0x40000000u, 0x400000ffu, w("VMwa"), w("reVM"), w("ware"));
+  tickclock_x86_facts hf = decode(h);
+  CHECK(hf.hv_valid == 1);
+  CHECK(hf.timing_tsc_khz == 2400000u);
+  // a hypervisor base below its block is no range either
+  h.set(0x40000000u, 0x3fffffffu, w("VMwa"), w("reVM"), w("ware"));
+  CHECK(decode(h).hv_valid == 0);
+  // the basic range: leaf 0x16 exactly at the maximum is read
+  Leaves b = intel(0x16, 0x55, false);
+  b.set(0x16, 0xabcd0000u | 2500, 0x12340000u | 3900, 0xffff0000u | 100, 0);
+  tickclock_x86_facts bf = decode(b);
+  CHECK(bf.leaf16_valid == 1);
+  CHECK(bf.base_mhz == 2500u);  // EAX[15:0] only
+  CHECK(bf.max_mhz == 3900u);
+  CHECK(bf.bus_mhz == 100u);
+}
+
+TEST_CASE("decoder: each feature bit at its position, not its neighbour's") {
+  struct Bit {
+    uint32_t leaf;
+    int reg;  // 0 eax 1 ebx 2 ecx 3 edx
+    int bit;
+    int tickclock_x86_facts::*field;
+  } bits[] = {
+      {1, 3, 4, &tickclock_x86_facts::tsc},
+      {1, 2, 31, &tickclock_x86_facts::hypervisor},
+      {7, 1, 1, &tickclock_x86_facts::tsc_adjust},
+      {0x80000001u, 3, 27, &tickclock_x86_facts::rdtscp},
+      {0x80000007u, 3, 8, &tickclock_x86_facts::invariant_tsc},
+  };
+  for (const Bit &b : bits) {
+    for (int shift : {-1, 0, +1}) {
+      if (b.bit + shift > 31) continue;
+      CAPTURE(b.leaf);
+      CAPTURE(b.bit);
+      CAPTURE(shift);
+      Leaves l;
+      l.set(0, 0xd, w("Genu"), w("ntel"), w("ineI"));
+      l.set(0x80000000u, 0x80000008u, 0, 0, 0);
+      uint32_t r[4] = {0, 0, 0, 0};
+      r[b.reg] = 1u << (b.bit + shift);
+      if (b.leaf == 1) r[0] = 0x000906a3;  // a family 6 signature: nothing in the other regs
+      l.set(b.leaf, r[0], r[1], r[2], r[3]);
+      tickclock_x86_facts f = decode(l);
+      CHECK(f.*(b.field) == (shift == 0 ? 1 : 0));
+    }
+  }
+}
+
+TEST_CASE("decoder: display family and model from the extended fields") {
+  struct Case {
+    uint32_t eax, family, model, stepping;
+  } cases[] = {
+      {0x000906ea, 6, 0x9e, 0xa},      // Coffee Lake: 6 with extended model 9
+      {0x00a00f11, 0x19, 0x01, 1},     // AMD Zen 3: 0xf + 0x0a
+      {0x00b40f40, 0x1a, 0x44, 0},     // AMD Zen 5: 0xf + 0x0b, model with extension
+      {0x00000f29, 0xf, 0x2, 9},       // Pentium 4: 0xf + 0
+      {0x00010676, 6, 0x17, 6},        // Penryn
+      {0x00010592, 5, 0x9, 2},         // family 5: the extended model is not applied
+      {0x0ff00f00, 0xf + 0xff, 0, 0},  // extended family at its maximum
+  };
+  for (const Case &c : cases) {
+    CAPTURE(c.eax);
+    Leaves l;
+    l.set(0, 1, w("Genu"), w("ntel"), w("ineI"));
+    l.set(1, c.eax, 0, 0, 0);
+    tickclock_x86_facts f = decode(l);
+    CHECK(f.family == c.family);
+    CHECK(f.model == c.model);
+    CHECK(f.stepping == c.stepping);
+  }
+}
+
+TEST_CASE("0x15: the known-crystal table is family 6 only") {
+  Leaves l = intel(0x16, 0x5e, false);
+  l.set(1, 0x00050fe0, 0, 0, 0x10);  // family 0xf, display model 0x5e
+  l.set(0x16, 0, 0, 0, 0);
+  l.set(0x15, 2, 176, 0, 0);
+  tickclock_x86_facts f = decode(l);
+  CHECK(f.family != 6);
+  tickclock_freq fr;
+  CHECK_FALSE(tickclock_x86_freq_leaf15(&f, &fr));  // leaf 0x16 is absent (0 base)
+}
+
+// ---- fixture evidence: each metadata key read as the header says ---------------
+
+TEST_CASE("fixture evidence: metadata keys") {
+  std::string t =
+      "# clocksource: kvm-clock\n"
+      "# available_clocksource: kvm-clock tsc acpi_pm\n"
+      "# calibration_hz: 2100000000.5\n"
+      "# calibration_ppm: 7.5\n"
+      "# read_ns.tsc: 12.5\n"
+      "# read_ns.system: 31.25\n"
+      "# perf.time_mult: 0x1234\n"
+      "# perf.time_shift: 10\n"
+      "00000000 00000000 0000000d 756e6547 6c65746e 49656e69\n";
+  Parsed p = parse_text(t, "meta.cpuid");
+  REQUIRE(p.bad_line == 0);
+  tickclock_evidence ev;
+  tickclock_fixture_evidence(p.fx.get(), &ev);
+  CHECK(ev.arch_counter == TICKCLOCK_SOURCE_TSC);
+  CHECK(ev.x86.have_cpuid == 1);
+  CHECK(ev.os_linux == 1);
+  CHECK(ev.clocksource_known == 1);
+  CHECK(std::string(ev.clocksource) == "kvm-clock");
+  CHECK(ev.available_known == 1);
+  CHECK(std::string(ev.available_clocksource) == "kvm-clock tsc acpi_pm");
+  CHECK(ev.cal.ok == 1);
+  CHECK(ev.cal.hz_num == UINT64_C(4200000001));
+  CHECK(ev.cal.hz_den == 2);
+  CHECK(ev.cal.uncertainty_ppm == 7.5);
+  CHECK(ev.counter_read_ns == 12.5);
+  CHECK(ev.os_read_ns == 31.25);
+  CHECK(ev.perf.ok == 1);
+  CHECK(ev.perf.cap_user_time == 1);
+  CHECK(ev.perf.time_mult == 0x1234u);
+  CHECK(ev.perf.time_shift == 10u);
+  CHECK(ev.tsc_prctl == TICKCLOCK_PRCTL_ENABLED);
+
+  // NUM/DEN, no ppm (default 1), no clocksource (Linux checks off)
+  Parsed q = parse_text("# calibration_hz: 7000000000/3\n"
+                        "00000000 00000000 0000000d 756e6547 6c65746e 49656e69\n",
+                        "q.cpuid");
+  REQUIRE(q.bad_line == 0);
+  tickclock_fixture_evidence(q.fx.get(), &ev);
+  CHECK(ev.cal.hz_num == UINT64_C(7000000000));
+  CHECK(ev.cal.hz_den == 3);
+  CHECK(ev.cal.uncertainty_ppm == 1.0);
+  CHECK(ev.os_linux == 0);
+  CHECK(ev.clocksource_known == 0);
+  CHECK(ev.perf.attempted == 0);
+  CHECK(ev.counter_read_ns == 0);
+
+  // malformed calibration: none
+  for (const char *bad : {"0", "x", "21/0", "21/", "2.1e9", "-5"}) {
+    CAPTURE(bad);
+    Parsed b = parse_text(std::string("# calibration_hz: ") + bad +
+                              "\n00000000 00000000 0000000d 756e6547 6c65746e 49656e69\n",
+                          "b.cpuid");
+    REQUIRE(b.bad_line == 0);
+    tickclock_fixture_evidence(b.fx.get(), &ev);
+    CHECK(ev.cal.ok == 0);
+  }
+
+  // a fixture without leaf 0 describes no CPUID
+  Parsed n = parse_text("00000001 00000000 000906a3 00000000 00000000 00000010\n", "n.cpuid");
+  REQUIRE(n.bad_line == 0);
+  tickclock_fixture_evidence(n.fx.get(), &ev);
+  CHECK(ev.x86.have_cpuid == 0);
 }

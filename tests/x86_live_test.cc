@@ -9,6 +9,9 @@
 
 #include "doctest/doctest.h"
 #include "tests/fixture_util.h"
+#include "tests/skip.h"
+
+#include "tests/host_facts.h"
 
 using namespace tctest;
 
@@ -95,7 +98,7 @@ TEST_CASE("live: a forced TSC is within 10 ppm (+ its uncertainty) of a 1 s refe
   tickclock__gather(nullptr, &ev);
   char why[TICKCLOCK_REASON_LEN];
   if (!tickclock__counter_executable(&ev, why, sizeof why)) {
-    MESSAGE("SKIP: RDTSC not executable here: " << why);
+    tctest::skip(std::string("forced TSC vs a 1 s reference: RDTSC not executable here: ") + why);
     return;
   }
   tickclock_config cfg;
@@ -131,5 +134,22 @@ TEST_CASE("live: a forced TSC is within 10 ppm (+ its uncertainty) of a 1 s refe
   MESSAGE(std::string(b));
   CHECK(std::fabs(ppm) <= 10.0 + in->uncertainty_ppm + ref_err);
   REQUIRE(tickclock_init(nullptr) != TICKCLOCK_EINVAL);
+}
+
+TEST_CASE("live: clocksource tsc + invariant TSC + RDTSC enabled and cheaper: the TSC is chosen") {
+  tctest::HostFacts h = tctest::host_facts();
+  MESSAGE(h.describe());
+  std::string missing = h.tsc_required_missing();
+  if (!missing.empty()) {
+    tctest::skip("the TSC-must-be-chosen case: " + missing + "(" + h.describe() + ")");
+    return;
+  }
+  unsetenv("TICKCLOCK_SOURCE");
+  REQUIRE(tickclock_init(nullptr) == TICKCLOCK_OK);
+  const tickclock_info *in = tickclock_info_get();
+  MESSAGE("automatic decision: " << std::string(in->why));
+  CHECK(in->source == TICKCLOCK_SOURCE_TSC);
+  CHECK(std::string(in->source_name) == "tsc");
+  CHECK(malformed(*in) == "");
 }
 #endif

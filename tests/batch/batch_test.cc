@@ -138,7 +138,7 @@ TEST_CASE("batch kernels are bit-identical to the scalar conversion on every tar
           std::fill(got.begin(), got.end(), 0x5555);
           tb::TicksToNs(c, in.data() + off, got.data(), n);
           for (size_t k = 0; k < n; ++k) REQUIRE(got[k] == want[off + k]);
-          REQUIRE(got[n] == 0x5555);  // no write past n
+          for (size_t k = n; k < got.size(); ++k) REQUIRE(got[k] == 0x5555);  // no write past n
         }
       }
       tb::TicksToNs(c, in.data(), got.data(), in.size());
@@ -149,6 +149,16 @@ TEST_CASE("batch kernels are bit-identical to the scalar conversion on every tar
       std::vector<uint64_t> inplace = in;  // out == in
       tb::TicksToNs(c, inplace.data(), inplace.data(), inplace.size());
       CHECK(inplace == want);
+      // in place on every short length and offset: the first n converted,
+      // everything after them (and before the offset) left as it was
+      for (size_t off = 0; off < 4; ++off) {
+        for (size_t n = 0; n <= 40 && off + n <= in.size(); ++n) {
+          std::vector<uint64_t> buf = in;
+          tb::TicksToNs(c, buf.data() + off, buf.data() + off, n);
+          for (size_t k = 0; k < buf.size(); ++k)
+            REQUIRE(buf[k] == (k >= off && k < off + n ? want[k] : in[k]));
+        }
+      }
       // signed: each input as is and negated, plus INT64_MIN/MAX
       std::vector<int64_t> din;
       for (uint64_t x : in) din.push_back((int64_t)x), din.push_back(-(int64_t)(x >> 1));
@@ -157,9 +167,16 @@ TEST_CASE("batch kernels are bit-identical to the scalar conversion on every tar
       std::vector<int64_t> dwant(din.size()), dgot(din.size());
       tb::scalar::DeltasToNs(c, din.data(), dwant.data(), din.size());
       for (size_t k = 0; k < din.size(); ++k) REQUIRE(dwant[k] == tickclock_conv_delta_to_ns(&c, din[k]));
-      for (size_t n = 0; n <= 20; ++n) {
+      for (size_t n = 0; n <= 40; ++n) {
+        std::fill(dgot.begin(), dgot.end(), INT64_C(0x5555));
         tb::DeltasToNs(c, din.data() + 3, dgot.data(), n);
         for (size_t k = 0; k < n; ++k) REQUIRE(dgot[k] == dwant[3 + k]);
+        for (size_t k = n; k < dgot.size(); ++k) REQUIRE(dgot[k] == INT64_C(0x5555));  // no write past n
+        // in place
+        std::vector<int64_t> buf = din;
+        tb::DeltasToNs(c, buf.data() + 3, buf.data() + 3, n);
+        for (size_t k = 0; k < buf.size(); ++k)
+          REQUIRE(buf[k] == (k >= 3 && k < 3 + n ? dwant[k] : din[k]));
       }
       tb::DeltasToNs(c, din.data(), dgot.data(), din.size());
       for (size_t k = 0; k < din.size(); ++k) {
@@ -187,7 +204,12 @@ TEST_CASE("log2 histogram matches the scalar one on every target") {
       got[5] = 10;  // adds to what is there
       tb::Log2Histogram(in.data(), n, got);
       got[5] -= 10;
-      for (int b = 0; b < tb::kHistBuckets; ++b) REQUIRE(got[b] == want[b]);
+      uint64_t total = 0;
+      for (int b = 0; b < tb::kHistBuckets; ++b) {
+        REQUIRE(got[b] == want[b]);
+        total += got[b];
+      }
+      REQUIRE(total == n);  // exactly the first n values, none past them
     }
   }
   uint64_t h[tb::kHistBuckets] = {};
@@ -220,6 +242,11 @@ TEST_CASE("monotonicity scan finds the first decrease on every target") {
         REQUIRE(tb::FirstDecrease(b.data(), n) == pos);
         REQUIRE(tb::scalar::FirstDecrease(b.data(), n) == pos);
       }
+      // a decrease just past n is not seen: the scan stops at n
+      std::vector<uint64_t> past = a;
+      past.push_back(0);
+      REQUIRE(tb::FirstDecrease(past.data(), n) == n);
+      REQUIRE(tb::FirstDecrease(past.data(), n + 1) == n - 1);
       // unsigned order: 2^63 follows 2^63 - 1 (a signed compare would see a drop)
       std::vector<uint64_t> c(n);
       for (size_t i = 0; i < n; ++i) c[i] = (1ull << 63) - n / 2 + i;

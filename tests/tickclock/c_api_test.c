@@ -41,8 +41,13 @@ int main(void) {
   d = tickclock_delta_ns(a, b);
   EXPECT(d >= 0);
   EXPECT(tickclock_delta_ns(b, a) == -d);
+  /* absolute conversion: never decreasing, and its differences are the
+   * signed deltas (within the one-unit rounding of each conversion) */
   ns = tickclock_to_ns(b);
-  EXPECT(ns > 0);
+  EXPECT(ns >= tickclock_to_ns(a));
+  EXPECT((int64_t)(ns - tickclock_to_ns(a)) - d <= 1);
+  EXPECT(d - (int64_t)(ns - tickclock_to_ns(a)) <= 1);
+  EXPECT(tickclock_to_ns(b + 1000000) >= ns);
 
   info = tickclock_info_get();
   EXPECT(info != NULL);

@@ -4,6 +4,7 @@
 // portable 32-bit-halves multiply (TICKCLOCK_NO_INT128).
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -116,6 +117,10 @@ const Freq kFreqs[] = {
     {"100 GHz", 100000000000ull, 1},
     {"2.1 GHz*7/3", 2100000000ull * 7, 3},
     {"calibrated-like 2096024137/1000", 2096024137ull, 1000},
+    // denominators above 2^63 / 1e9: 1e9 * den has its top bit set, the
+    // division's carry path
+    {"1.5 GHz over a 1e10 denominator", 10000000019ull * 1500000000ull + 1, 10000000019ull},
+    {"2 kHz over a 1e10 denominator", 10000000019ull * 2000ull + 1, 10000000019ull},
 };
 
 // floor(t * 1e9 * den / num); t*1e9*den < 2^128 since 1e9*den < 2^64.
@@ -333,15 +338,104 @@ TEST_CASE("round trips are within one unit of the coarser of tick and ns") {
 }
 
 TEST_CASE("cost does not depend on magnitude: no data-dependent slow path") {
-  // Structural check (timing is never asserted): the conversion is the
-  // inline tickclock__scale, a fixed sequence of two multiplies; the same
-  // code path returns results at 1 s and at 100 years of uptime.
+  // Timing is never asserted. Instead, at every magnitude (each bit width
+  // 2^0..2^63, and its neighbours) the result must be exactly the one
+  // fixed-point expression t*ns_int + floor(t*ns_frac / 2^64), saturated,
+  // computed here with the test's own 128-bit multiply: a second path
+  // taken for large inputs (a division, a split) would differ somewhere in
+  // the sweep, or would have to reproduce the fixed point bit for bit.
   tickclock_conv c;
   REQUIRE(tickclock_conv_init(&c, 2100000000ull, 1) == TICKCLOCK_OK);
   uint64_t one_s = tickclock_conv_ticks_to_ns(&c, 2100000000ull);
   uint64_t century = tickclock_conv_ticks_to_ns(&c, 2100000000ull * 86400ull * 36525ull);
   CHECK(one_s == 1000000000ull);
   CHECK(century == 1000000000ull * 86400ull * 36525ull);
+  const uint64_t freqs[][2] = {{2100000000ull, 1}, {24000000ull, 1}, {1000ull, 1},
+                               {100000000000ull, 1}, {1920000000ull, 7}, {1000000000ull, 1}};
+  for (const auto &f : freqs) {
+    CAPTURE(f[0]);
+    REQUIRE(tickclock_conv_init(&c, f[0], f[1]) == TICKCLOCK_OK);
+    for (int k = 0; k < 64; k++) {
+      for (int64_t delta : {-1, 0, 1}) {
+        uint64_t t = (1ull << k) + (uint64_t)delta;
+        CAPTURE(t);
+        U128 fr = mul(t, c.ns_frac), in = mul(t, c.ns_int);
+        U128 sum = in + u128(fr.hi);
+        uint64_t want = sum.hi != 0 ? UINT64_MAX : sum.lo;
+        CHECK(tickclock_conv_ticks_to_ns(&c, t) == want);
+        U128 fr2 = mul(t, c.tk_frac), in2 = mul(t, c.tk_int);
+        U128 sum2 = in2 + u128(fr2.hi);
+        CHECK(tickclock_conv_ns_to_ticks(&c, t) == (sum2.hi != 0 ? UINT64_MAX : sum2.lo));
+      }
+    }
+  }
+}
+
+TEST_CASE("conv_init: the fixed-point fractions are rounded up (hard-coded values)") {
+  tickclock_conv c;
+  REQUIRE(tickclock_conv_init(&c, 3000000000ull, 1) == TICKCLOCK_OK);
+  CHECK(c.ns_int == 0);
+  CHECK(c.ns_frac == 0x5555555555555556ull);  // ceil(2^64 / 3)
+  CHECK(c.tk_int == 3);
+  CHECK(c.tk_frac == 0);
+  REQUIRE(tickclock_conv_init(&c, 24000000ull, 1) == TICKCLOCK_OK);
+  CHECK(c.ns_int == 41);
+  CHECK(c.ns_frac == 0xaaaaaaaaaaaaaaabull);  // ceil(2^64 * 2/3)
+  CHECK(c.tk_int == 0);
+  CHECK(c.tk_frac == 0x0624dd2f1a9fbe77ull);  // ceil(2^64 * 0.024)
+  CHECK(c.hz_num == 24000000ull);
+  CHECK(c.hz_den == 1);
+  REQUIRE(tickclock_conv_init(&c, 6002, 4) == TICKCLOCK_OK);  // reduced to 3001/2
+  CHECK(c.hz_num == 3001);
+  CHECK(c.hz_den == 2);
+}
+
+TEST_CASE("conv_init: input limits, each just inside and just outside") {
+  tickclock_conv c;
+  const uint64_t T = 1000000000000ull;  // 1 THz
+  CHECK(tickclock_conv_init(&c, 1, 1) == TICKCLOCK_OK);                   // 1 Hz
+  CHECK(tickclock_conv_init(&c, 999999, 1000000) == TICKCLOCK_EINVAL);    // just under 1 Hz
+  CHECK(tickclock_conv_init(&c, 1000001, 1000000) == TICKCLOCK_OK);       // just over 1 Hz
+  CHECK(tickclock_conv_init(&c, T, 1) == TICKCLOCK_OK);                   // 1 THz
+  CHECK(tickclock_conv_init(&c, T + 1, 1) == TICKCLOCK_EINVAL);           // 1 THz + 1 Hz
+  CHECK(tickclock_conv_init(&c, T * 3 + 1, 3) == TICKCLOCK_EINVAL);       // 1 THz + 1/3 Hz
+  CHECK(tickclock_conv_init(&c, T * 3 - 1, 3) == TICKCLOCK_OK);           // 1 THz - 1/3 Hz
+  // the denominator after reduction: 1e9 * den must fit in 64 bits
+  const uint64_t dmax = 18446744073ull;
+  CHECK(tickclock_conv_init(&c, dmax * 1000 + 1, dmax) == TICKCLOCK_OK);
+  CHECK(tickclock_conv_init(&c, (dmax + 1) * 1000 + 1, dmax + 1) == TICKCLOCK_EINVAL);
+  // a large denominator that reduces below the limit is accepted
+  CHECK(tickclock_conv_init(&c, (dmax + 1) * 2000, (dmax + 1) * 2) == TICKCLOCK_OK);
+  CHECK(c.hz_num == 1000);
+  CHECK(c.hz_den == 1);
+}
+
+TEST_CASE("conv_init leaves its output untouched on every error") {
+  const uint64_t bad[][2] = {{0, 1},
+                             {1, 0},
+                             {0, 0},
+                             {1, 2},
+                             {999999, 1000000},
+                             {1000000000001ull, 1},
+                             {UINT64_MAX, 1},
+                             {UINT64_MAX, 1ull << 40},
+                             {18446744074001ull, 18446744074ull}};
+  for (const auto &b : bad) {
+    CAPTURE(b[0]);
+    CAPTURE(b[1]);
+    tickclock_conv c, before;
+    std::memset(&c, 0x5a, sizeof c);
+    before = c;
+    CHECK(tickclock_conv_init(&c, b[0], b[1]) == TICKCLOCK_EINVAL);
+    CHECK(std::memcmp(&c, &before, sizeof c) == 0);
+  }
+  // and a valid conversion is not disturbed by a failed re-initialisation
+  tickclock_conv c;
+  REQUIRE(tickclock_conv_init(&c, 24000000ull, 1) == TICKCLOCK_OK);
+  tickclock_conv good = c;
+  CHECK(tickclock_conv_init(&c, 0, 1) == TICKCLOCK_EINVAL);
+  CHECK(std::memcmp(&c, &good, sizeof c) == 0);
+  CHECK(tickclock_conv_ticks_to_ns(&c, 24000000ull) == 1000000000ull);
 }
 
 TEST_CASE("the portable 128-bit reference is exact") {

@@ -1,6 +1,8 @@
 // The C++ API: tickclock::clock as a std::chrono TrivialClock, the
 // stopwatch. Compiled as C++11 (cxx11_api_test) and C++17 (cxx_api_test).
 #include <chrono>
+#include <initializer_list>
+#include <cstring>
 #include <thread>
 #include <type_traits>
 
@@ -71,10 +73,53 @@ TEST_CASE("stopwatch") {
   CHECK(e >= std::chrono::milliseconds(2));
   CHECK(sw.elapsed_ns() >= e.count());
   CHECK(sw.elapsed_ticks() > 0);
+  uint64_t start0 = sw.start_ticks();
+  uint64_t before_lap = tickclock_now_ordered();
   auto lap = sw.lap();
+  uint64_t after_lap = tickclock_now_ordered();
   CHECK(lap >= e);
-  CHECK(sw.elapsed() < lap + std::chrono::seconds(1));
+  // lap() starts a new lap at the instant it read: its start is now at
+  // least 2 ms (slept above) after the stopwatch's first start, and no
+  // later than a read taken after lap() returned
+  uint64_t start1 = sw.start_ticks();
+  CHECK(tickclock_delta_ns(start0, start1) >= 2000000);
+  CHECK(tickclock_delta_ns(start1, after_lap) >= 0);
+  CHECK(tickclock_delta_ns(start0, before_lap) <= lap.count() + 1000);
+  // the next lap measures from there, not from the first start
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  uint64_t before_lap2 = tickclock_now_ordered();
+  auto lap2 = sw.lap();
+  CHECK(lap2.count() + 1000 >= tickclock_delta_ns(start1, before_lap2));
+  CHECK(lap2.count() < tickclock_delta_ns(start0, tickclock_now_ordered()));
+  CHECK(lap2 >= std::chrono::milliseconds(1) - std::chrono::microseconds(1));
   uint64_t before = sw.start_ticks();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
   sw.restart();
-  CHECK(sw.start_ticks() >= before);
+  CHECK(tickclock_delta_ns(before, sw.start_ticks()) >= 1000000 - 1);
+}
+
+TEST_CASE("clock::from_ticks is tickclock_to_ns of the ticks, on the clock's own scale") {
+  for (uint64_t t : {UINT64_C(0), UINT64_C(1), UINT64_C(12345), UINT64_C(1) << 40,
+                     UINT64_MAX / 4}) {
+    CAPTURE(t);
+    CHECK(tickclock::clock::from_ticks(t).time_since_epoch().count() ==
+          static_cast<int64_t>(tickclock_to_ns(t)));
+  }
+  auto t0 = tickclock::clock::now();
+  uint64_t ticks = tickclock_now();
+  auto t1 = tickclock::clock::now();
+  auto mid = tickclock::clock::from_ticks(ticks);
+  CHECK(t0 <= mid);
+  CHECK(mid <= t1);
+  CHECK(tickclock::clock::from_ticks(ticks + 1) >= mid);
+  // forcing the OS clock: ticks are nanoseconds, from_ticks the identity
+  tickclock_config cfg;
+  std::memset(&cfg, 0, sizeof cfg);
+  cfg.source = TICKCLOCK_SOURCE_SYSTEM;
+  REQUIRE(tickclock_init(&cfg) == TICKCLOCK_OK);
+  if (tickclock_info_get()->source == TICKCLOCK_SOURCE_SYSTEM)
+    CHECK(tickclock::clock::from_ticks(987654321).time_since_epoch().count() == 987654321);
+  else  // Windows: QPC at QueryPerformanceFrequency
+    CHECK(tickclock_info_get()->source == TICKCLOCK_SOURCE_QPC);
+  REQUIRE(tickclock_init(nullptr) == TICKCLOCK_OK);
 }

@@ -111,7 +111,17 @@ TEST_CASE("a failed calibration refuses the counter") {
   tickclock_info out;
   CHECK(tickclock_decide(&ev, &out) == 0);
   CHECK(out.source == TICKCLOCK_SOURCE_SYSTEM);
-  CHECK(std::strstr(find(out, TICKCLOCK_SOURCE_TSC)->reason, "calibration") != NULL);
+  // the reason names the failure itself, not a consequence of it
+  CHECK(std::strstr(find(out, TICKCLOCK_SOURCE_TSC)->reason,
+                    "calibration against CLOCK_MONOTONIC_RAW failed") != NULL);
+  CHECK(std::strstr(out.why, "calibration against CLOCK_MONOTONIC_RAW failed") != NULL);
+  // forced: refused for the same reason, the automatic choice kept
+  ev.cfg_source = TICKCLOCK_SOURCE_TSC;
+  CHECK(tickclock_decide(&ev, &out) == 0);
+  CHECK(out.source == TICKCLOCK_SOURCE_SYSTEM);
+  CHECK(out.request_refused == 1);
+  CHECK(std::strstr(find(out, TICKCLOCK_SOURCE_TSC)->reason,
+                    "calibration against CLOCK_MONOTONIC_RAW failed") != NULL);
 }
 
 TEST_CASE("non-Linux: no clocksource check") {

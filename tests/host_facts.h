@@ -1,0 +1,104 @@
+// The facts under which an x86 host must get the TSC, each read here
+// without the library: the kernel's clocksource files, CPUID through
+// <cpuid.h>, prctl(PR_GET_TSC), and the two read costs measured by the
+// test itself (min over batches of RDTSC and of clock_gettime).
+#ifndef TICKCLOCK_TESTS_HOST_FACTS_H
+#define TICKCLOCK_TESTS_HOST_FACTS_H
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <x86intrin.h>
+
+#include <cstdio>
+#include <string>
+
+namespace tctest {
+
+struct HostFacts {
+  std::string clocksource, available;
+  bool tsc_bit = false, invariant = false, prctl_enabled = false;
+  double rdtsc_ns = 0, gettime_ns = 0;
+
+  bool tsc_listed() const { return (" " + available + " ").find(" tsc ") != std::string::npos; }
+  // Everything the policy asks of a bare TSC holds, with a clear margin on
+  // the read cost (the library's rule is "not dearer"; a margin keeps the
+  // two measurements from disagreeing on a borderline host). "" if so,
+  // else what is missing.
+  std::string tsc_required_missing() const {
+    std::string m;
+    if (clocksource != "tsc") m += "clocksource is '" + clocksource + "', not tsc; ";
+    if (!tsc_bit) m += "no TSC bit; ";
+    if (!invariant) m += "no invariant TSC; ";
+    if (!prctl_enabled) m += "prctl(PR_GET_TSC) does not report RDTSC enabled; ";
+    if (tsc_bit && prctl_enabled && !(rdtsc_ns < 0.75 * gettime_ns))
+      m += "RDTSC not clearly cheaper than clock_gettime; ";
+    return m;
+  }
+  std::string describe() const {
+    char b[400];
+    std::snprintf(b, sizeof b,
+                  "clocksource '%s' (available '%s'), TSC bit %d, invariant %d, PR_GET_TSC "
+                  "enabled %d, RDTSC %.1f ns, clock_gettime %.1f ns",
+                  clocksource.c_str(), available.c_str(), tsc_bit, invariant, prctl_enabled,
+                  rdtsc_ns, gettime_ns);
+    return b;
+  }
+};
+
+inline std::string first_line(const char *path) {
+  std::string s;
+  if (FILE *f = std::fopen(path, "r")) {
+    char b[512];
+    if (std::fgets(b, sizeof b, f)) s = b;
+    std::fclose(f);
+  }
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+inline double min_read_cost_ns(bool counter) {
+  double best = 1e9;
+  for (int batch = 0; batch < 16; batch++) {
+    struct timespec a, b, t;
+    unsigned long long sink = 0;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &a);
+    for (int i = 0; i < 2000; i++) {
+      if (counter) {
+        sink += __rdtsc();
+      } else {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        sink += (unsigned long long)t.tv_nsec;
+      }
+    }
+    clock_gettime(CLOCK_MONOTONIC_RAW, &b);
+    double ns = ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / 2000;
+    if (ns < best) best = ns;
+    if (sink == 42) best += 0;
+  }
+  return best;
+}
+
+inline HostFacts host_facts() {
+  HostFacts h;
+  h.clocksource = first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+  h.available = first_line("/sys/devices/system/clocksource/clocksource0/available_clocksource");
+  unsigned a, b, c, d;
+  if (__get_cpuid(1, &a, &b, &c, &d)) h.tsc_bit = (d >> 4) & 1;
+  if (__get_cpuid(0x80000000u, &a, &b, &c, &d) && a >= 0x80000007u && a <= 0x8000ffffu &&
+      __get_cpuid(0x80000007u, &a, &b, &c, &d))
+    h.invariant = (d >> 8) & 1;
+  int mode = 0;
+  h.prctl_enabled = prctl(PR_GET_TSC, &mode, 0, 0, 0) == 0 && mode == PR_TSC_ENABLE;
+  if (h.tsc_bit && h.prctl_enabled) {  // never execute RDTSC where it may trap
+    h.rdtsc_ns = min_read_cost_ns(true);
+    h.gettime_ns = min_read_cost_ns(false);
+  }
+  return h;
+}
+
+}  // namespace tctest
+
+#endif
+#endif
