@@ -784,14 +784,14 @@ TEST_CASE("limit: kvm-clock + offered tsc needs the hypervisor leaf inside the b
   }
 }
 
-TEST_CASE("limit: calibration uncertainty cap (2000 ppm) for an automatic choice") {
+TEST_CASE("limit: calibration uncertainty cap (50 ppm) for an automatic choice") {
   tickclock_x86_facts x = crystal_2400();
-  for (double unc : {1999.0, 2000.0, 2001.0}) {
+  for (double unc : {49.0, 50.0, 51.0}) {
     CAPTURE(unc);
     tickclock_evidence ev = evidence(x, "tsc", "tsc");
     calibrated(&ev, UINT64_C(2400000000), 1, unc);
     Decision d = decide(ev);
-    if (unc <= 2000.0) {
+    if (unc <= 50.0) {
       CHECK(d.info->source == TICKCLOCK_SOURCE_TSC);
     } else {
       CHECK(d.info->source == TICKCLOCK_SOURCE_SYSTEM);

@@ -574,6 +574,9 @@ static void tickclock__refine_locked(void) {
     tickclock__refine_at = tickclock__after(s, tickclock__refine_at, UINT64_C(1000000));
     return;
   }
+  /* due by a tick from the future (a caller converting an arbitrary value):
+   * the clock has not got there yet */
+  if (c.start_ns + c.ns < tickclock__refine_at_ns) return;
   off = tickclock__ppm(c.hz_num, c.hz_den, s->hz_num, s->hz_den);
   if (off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM ||
       -off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM) {

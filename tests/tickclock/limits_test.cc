@@ -96,9 +96,10 @@ void fake_sleep(void *, uint64_t ns) {
 }
 const char *fake_getenv(void *, const char *) { return nullptr; }
 
-const tickclock_platform kFake = {nullptr,        fake_cpuid,   fake_read_line, fake_prctl,
-                                  fake_perf,      fake_counter, fake_counter,   fake_raw,
-                                  fake_os,        fake_sleep,   fake_getenv};
+const tickclock_platform kFake = {nullptr,    fake_cpuid,   fake_read_line, fake_prctl,
+                                  fake_perf,  fake_counter, fake_counter,   fake_raw,
+                                  fake_os,    nullptr,      nullptr,        fake_sleep,
+                                  fake_getenv};
 
 uint64_t rd() { return fake_counter(nullptr); }
 
@@ -134,12 +135,21 @@ TEST_CASE("calibration: midpoints, exact frequency and the stated bound (by hand
   CHECK(cal.uncertainty_ppm == doctest::Approx((12000.0 / (3.0 * n) + 2.0 / n) * 1e6).epsilon(1e-12));
 }
 
-TEST_CASE("calibration: interval defaults to 20 ms and is capped at 1000 ms") {
+TEST_CASE("calibration: the quick one lengthens x4 until under 50 ppm; an asked one is capped at 1000 ms") {
   Installed p;
   tickclock_calibration cal;
+  // brackets 6000 ticks wide at 3 GHz: 1 ms gives ~2000 ppm, 4 ms ~500,
+  // 16 ms ~125, 64 ms ~31: the first under TICKCLOCK_CAL_TARGET_PPM
   REQUIRE(tickclock__calibrate(rd, 0, &cal) == 1);
-  CHECK(cal.ns >= UINT64_C(20000000));
-  CHECK(cal.ns < UINT64_C(20020000));
+  CHECK(cal.ns >= UINT64_C(64000000));
+  CHECK(cal.ns < UINT64_C(64020000));
+  CHECK(cal.uncertainty_ppm <= TICKCLOCK_CAL_TARGET_PPM);
+  CHECK(cal.uncertainty_ppm > TICKCLOCK_CAL_TARGET_PPM / 4);
+  g.counter_step = g.raw_step = 100;  // 600-tick brackets: 1 ms is ~200 ppm, 4 ms ~50.5, 16 ms
+  REQUIRE(tickclock__calibrate(rd, 0, &cal) == 1);
+  CHECK(cal.ns >= UINT64_C(16000000));
+  CHECK(cal.ns < UINT64_C(16020000));
+  g.counter_step = g.raw_step = 1000;
   REQUIRE(tickclock__calibrate(rd, 1000, &cal) == 1);
   CHECK(cal.ns >= UINT64_C(1000000000));
   CHECK(cal.ns < UINT64_C(1000020000));
@@ -176,19 +186,22 @@ const tickclock_info *init_then_freeze() {
 
 }  // namespace
 
-TEST_CASE("re-validation: drift bound = elapsed * (500 ppm + uncertainty) + 200 us, both signs") {
+TEST_CASE("re-validation: bound = elapsed * (50 ppm + uncertainty) + 100 us + half the anchor bracket, both signs") {
   Installed p;
   const tickclock_info *first = init_then_freeze();
   double u = first->uncertainty_ppm;
-  // the fake's calibration brackets are 6000 ticks over ~20 ms: ~100 ppm,
-  // large enough that leaving the uncertainty out of the bound shows
-  REQUIRE(u > 50.0);
-  REQUIRE(u < 200.0);
+  // the fake's calibration brackets are 6000 ticks: the quick calibration
+  // ends at 64 ms with ~31 ppm, large enough that leaving the uncertainty
+  // out of the bound shows
+  REQUIRE(u > 20.0);
+  REQUIRE(u <= 50.0);
   struct Case {
     int64_t elapsed_ns;
   } cases[] = {{0}, {1000000000}, {10000000000}};
   for (const Case &c : cases) {
-    double bound = (double)c.elapsed_ns * (500.0 + u) * 1e-6 + 200000.0;
+    // the anchor bracket is 2000 ns wide (its midpoint is the clock read's
+    // instant); the check's own, with time frozen, is 0
+    double bound = (double)c.elapsed_ns * (50.0 + u) * 1e-6 + 100000.0 + 1000.0;
     for (int sign : {+1, -1}) {
       for (int outside : {0, 1}) {
         CAPTURE(c.elapsed_ns);
@@ -197,16 +210,15 @@ TEST_CASE("re-validation: drift bound = elapsed * (500 ppm + uncertainty) + 200 
         const tickclock_info *s = init_then_freeze();
         CHECK(s->uncertainty_ppm == doctest::Approx(u).epsilon(1e-9));
         g.t += c.elapsed_ns;
-        // the anchor's clock read came one raw_step (1000 ns) after its
-        // counter read: the counter is that much ahead before any drift
-        g.drift_ns = sign * (int64_t)(bound + (outside ? 5000.0 : -5000.0)) - g.raw_step;
+        g.drift_ns = sign * (int64_t)(bound + (outside ? 500.0 : -500.0));
         int r = tickclock_revalidate();
         const tickclock_info *after = tickclock_info_get();
         if (outside) {
           CHECK(r == TICKCLOCK_SWITCHED);
           CHECK(after->source == TICKCLOCK_SOURCE_SYSTEM);
           CHECK(after->revalidated == 1);
-          CHECK(std::strstr(after->why, "drifted") != nullptr);
+          // the first check's step since the anchor is its total too
+          CHECK(std::strstr(after->why, "stepped") != nullptr);
         } else {
           CHECK(r == 0);
           CHECK(after->source == TICKCLOCK_SOURCE_TSC);
