@@ -41,7 +41,7 @@
  * CLOCK_MONOTONIC_RAW (calibrate.c: tightest bracket, bound
  * cal.uncertainty_ppm), and every other source found is compared with it:
  *    perf_page            kernel's own time_mult/time_shift (cap_user_time)
- *    cpuid_15h_*          leaf 0x15, Linux's rule (see cpuid_x86.c)
+ *    cpuid_15h_*          leaf 0x15: ECX, else the crystal table, else 0x16 (cpuid_x86.c)
  *    hypervisor_40000010  VMware/KVM timing leaf, kHz
  *    xen_leaf3            Xen guest TSC kHz
  *    cpuid_16h            leaf 0x16 base MHz (nominal)
@@ -53,6 +53,10 @@
  * calibration bound there being ~2 ppm), far below the errors
  * this is meant to catch (a nominal base MHz: 0.1-0.5 %; a wrong crystal;
  * a VMM passing the host's leaf 0x15 through a TSC-scaled guest).
+ * A crystal from tickclock's table (cpuid_15h_known_crystal: the CPU
+ * states a ratio, not the crystal) is a claim like any other source: used
+ * only when calibration agrees; the crystals in use differ by 4 % or more
+ * (19.2, 24, 25, 38.4 MHz), so a wrong entry cannot pass.
  * Among the sources that agree, the first in this order is used:
  *    perf_page > cpuid_15h crystal/known crystal on bare metal >
  *    hypervisor leaf > cpuid_15h crystal/known crystal in a VM >
@@ -335,6 +339,9 @@ static const char *tickclock__why_no_leaf15(const tickclock_x86_facts *x, char *
     tickclock__fmt(b, n, "leaf 0x15 is beyond the maximum basic leaf 0x%x", (unsigned)x->max_leaf);
   else if (x->leaf15_den == 0 || x->leaf15_num == 0)
     tickclock__strlcpy(b, "leaf 0x15 reports no TSC/crystal ratio", n);
+  else if (tickclock_x86_crystal_excluded(x) != NULL)
+    tickclock__strlcpy(b, "leaf 0x15 gives a ratio but no crystal, the model is left out of the "
+                          "crystal table (its parts differ) and leaf 0x16 gives no base", n);
   else
     tickclock__strlcpy(b, "leaf 0x15 gives a ratio but no crystal, the model has no known "
                           "crystal and leaf 0x16 gives no base frequency", n);
@@ -462,7 +469,8 @@ static void tickclock__check_freqs(const tickclock_evidence *ev, tickclock_info 
     } else {
       c->usable = 1;
       tickclock__fmt(c->reason, sizeof c->reason,
-                     "agrees with calibration: %+.2f ppm (bound %.1f ppm)",
+                     "%sagrees with calibration: %+.2f ppm (bound %.1f ppm)",
+                     strcmp(c->name, "cpuid_15h_known_crystal") == 0 ? "table crystal " : "",
                      c->ppm_vs_calibration, c->bound_ppm);
     }
   }
