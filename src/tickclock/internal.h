@@ -236,13 +236,20 @@ typedef struct tickclock_evidence {
   int cfg_source;              /* tickclock_config.source */
   int have_env;                /* TICKCLOCK_SOURCE was set (and honoured) */
   char env_value[40];          /* its value, truncated */
+  /* What stands in for the kernel's TSC sync verdict where there is none
+   * (off Linux): filled where the gatherer can, else left 0 (unknown). */
+  int cpu_packages;            /* physical packages (sockets) counted; 0 unknown */
+  int warp_checked;            /* a cross-CPU warp check ran on every CPU pair */
+  int warp_ok;                 /* ... and no read stepped back across CPUs */
+  double warp_max_ns;          /* its largest backward step, ns */
 } tickclock_evidence;
 
 /* Evidence replayed from a fixture: the decoded leaves, and from its
  * metadata "# clocksource:", "# available_clocksource:", "# calibration_hz:"
  * (a decimal, or NUM/DEN), "# read_ns.tsc:", "# read_ns.system:",
  * "# perf.time_mult:", "# perf.time_shift:" (cap_user_time set when both
- * are given). Without a clocksource the Linux checks are off. */
+ * are given), "# cpu_packages:", "# warp_check: pass|fail",
+ * "# warp_max_ns:". Without a clocksource the Linux checks are off. */
 #if !defined(TICKCLOCK__SINGLE_HEADER) || defined(TICKCLOCK_TEST_API) /* test-only, as above */
 TICKCLOCK__INTERNAL void tickclock_fixture_evidence(const tickclock_fixture *fx, tickclock_evidence *ev);
 #endif
