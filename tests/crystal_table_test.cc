@@ -2,9 +2,9 @@
 // (never without calibration agreeing), and which dumps of the shared
 // CPUID corpus it covers, next to what Linux's present rule gives them.
 // Corpus directory: $TICKCLOCK_CORPUS, else shared/cpuid-corpus/dumps inside
-// or beside the workspace (through the real path of a runfile), else
-// /work/shared/cpuid-corpus/dumps; without one the corpus case says so and
-// checks nothing.
+// or beside the workspace (through the real path of a runfile), else the
+// shared folder's usual place (as corpus_test looks); without one the
+// corpus case says so and checks nothing.
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -295,6 +295,20 @@ TEST_CASE("corpus: the dumps the crystal table covers, and Linux's rule on them"
     CHECK(per[0x9E].covered == 14);
     CHECK(per[0xA5].covered == 5);
     CHECK(per[0xA5].linux_none == 2);
+    int differ = 0, linux_none = 0;
+    double lo = 0, hi = 0;
+    for (auto &kv : per) {
+      differ += kv.second.differ;
+      linux_none += kv.second.linux_none;
+      if (kv.second.differ) {
+        lo = std::min(lo, kv.second.min_ppm);
+        hi = std::max(hi, kv.second.max_ppm);
+      }
+    }
+    CHECK(differ == 35);
+    CHECK(linux_none == 3);
+    CHECK(lo == doctest::Approx(-3984).epsilon(1e-3));  // the README's figures
+    CHECK(hi == doctest::Approx(8022).epsilon(1e-3));
   }
 
   // specific dumps, values worked out by hand
