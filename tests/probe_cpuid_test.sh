@@ -48,7 +48,8 @@ import json, os, shlex, subprocess, sys
 probe, dirs = sys.argv[1], sys.argv[2:]
 cmd = shlex.split(os.environ["TICKCLOCK_PROBE_CMD"])
 keys = ["vendor", "family", "model", "stepping", "tsc", "rdtscp", "invariant_tsc",
-        "hypervisor_bit", "leaf15", "base_mhz", "hypervisor", "brand", "tsc_hz"]
+        "hypervisor_bit", "leaf15", "base_mhz", "hypervisor", "brand", "tsc_hz",
+        "tsc_hz_linux", "crystal_table"]
 n = bad = 0
 for d in dirs:
     for f in sorted(os.listdir(d)):
@@ -71,6 +72,9 @@ for d in dirs:
                 assert j["hypervisor_bit"] is True
             assert set(j["tsc_hz"]) == {"value", "method"}
             assert (j["tsc_hz"]["value"] is None) == (j["tsc_hz"]["method"] is None)
+            assert (j["tsc_hz_linux"]["value"] is None) == (j["tsc_hz_linux"]["method"] is None)
+            assert set(j["crystal_table"]) == {"crystal_hz", "tsc_hz", "fits_base", "ppm_vs_linux", "parts",
+                                               "evidence", "left_out"}
         except Exception as e:
             bad += 1
             print("FAIL %s: %s" % (p, e))

@@ -310,7 +310,8 @@ TEST_CASE("0x15: Linux's known crystals when ECX is 0") {
     CAPTURE(c.model);
     Leaves l = intel(0x16, c.model, false);
     l.set(0x15, 2, 176, 0, 0);
-    l.set(0x16, 2100, 4000, 100, 0);  // must not be used: the crystal is known
+    // a base that fits the crystal (within 1 %): a check, not the value
+    l.set(0x16, (uint32_t)(c.tsc_hz / 1000000), 4000, 100, 0);
     tickclock_x86_facts f = decode(l);
     tickclock_freq fr;
     REQUIRE(tickclock_x86_freq_leaf15(&f, &fr));
@@ -772,6 +773,7 @@ TEST_CASE("limit: a hypervisor kHz leaf's quantisation is 0.5 kHz") {
 TEST_CASE("limit: kvm-clock + offered tsc needs the hypervisor leaf inside the bound") {
   Leaves l = intel(0xd, 0x55, true);
   l.set(0x40000000u, 0x40000010u, w("KVMK"), w("VMKV"), w("M\0\0\0"));
+  l.set(0x40000001u, 1u << 24, 0, 0, 0);  // KVM_FEATURE_CLOCKSOURCE_STABLE_BIT
   l.set(0x40000010u, 2100000, 1000000, 0, 0);
   tickclock_x86_facts x = decode(l);
   for (int64_t tenths : {+255, -255, +265, -265}) {
@@ -831,7 +833,7 @@ TEST_CASE("limit: read-cost rule: a counter read may cost as much as clock_getti
 
 // ---- decider rules seen from both sides ---------------------------------------
 
-TEST_CASE("decider: Hyper-V's TSC-invariant promise stands in for the invariant bit") {
+TEST_CASE("decider: Hyper-V's 0x40000003 EAX[15] grants access, it does not stand in for the invariant bit") {
   Leaves l = intel(0xd, 0x55, true);
   l.set(0x80000007u, 0, 0, 0, 0);  // invariant TSC hidden
   l.set(0x40000000u, 0x40000005u, w("Micr"), w("osof"), w("t Hv"));
@@ -842,8 +844,16 @@ TEST_CASE("decider: Hyper-V's TSC-invariant promise stands in for the invariant 
   tickclock_evidence ev = evidence(x, "tsc", "tsc hyperv_clocksource_tsc_page");
   calibrated(&ev, UINT64_C(2400000000), 1, 1.0);
   Decision d = decide(ev);
-  CHECK(d.info->source == TICKCLOCK_SOURCE_TSC);
-  // without the promise (bit 14 set instead): refused for the invariant bit
+  CHECK(d.info->source == TICKCLOCK_SOURCE_SYSTEM);
+  CHECK(contains(d.tsc_reason(), "0x40000003 EAX[15]"));
+  CHECK(contains(d.tsc_reason(), "no promise"));
+  // the invariant bit as the guest sees it is what counts
+  l.set(0x80000007u, 0, 0, 0, 1u << 8);
+  tickclock_evidence ev1 = evidence(decode(l), "tsc", "tsc hyperv_clocksource_tsc_page");
+  calibrated(&ev1, UINT64_C(2400000000), 1, 1.0);
+  CHECK(decide(ev1).info->source == TICKCLOCK_SOURCE_TSC);
+  l.set(0x80000007u, 0, 0, 0, 0);
+  // bit 14 set instead: refused for the invariant bit just the same
   l.set(0x40000003u, 1u << 14, 0, 0, 0);
   tickclock_x86_facts y = decode(l);
   CHECK(y.hyperv_tsc_invariant == 0);

@@ -151,6 +151,52 @@ std::string hz_text(const tickclock_freq &f) {
   return b;
 }
 
+// The crystal table's answer for this model: the entry (or why the model is
+// left out), and the TSC it gives with leaf 0x15's ratio when ECX is 0.
+struct TableAnswer {
+  const tickclock_x86_crystal *entry = nullptr;
+  const char *excluded = nullptr;
+  int fits_base = -1;    // crystal x ratio within 1 % of leaf 0x16's base (-1: no base)
+  bool applies = false;  // ratio present, ECX 0, fits: the table gives the frequency
+  uint64_t num = 0, den = 1;
+};
+
+TableAnswer table_answer(const tickclock_x86_facts &x) {
+  TableAnswer a;
+  a.entry = tickclock_x86_crystal_lookup(&x);
+  a.excluded = tickclock_x86_crystal_excluded(&x);
+  a.fits_base = a.entry ? tickclock_x86_crystal_fits_base(&x, a.entry) : -1;
+  if (a.entry && x.leaf15_valid && x.leaf15_num && x.leaf15_den && x.leaf15_crystal_hz == 0 &&
+      a.fits_base != 0) {
+    a.applies = true;
+    a.num = (uint64_t)a.entry->hz * x.leaf15_num;
+    a.den = x.leaf15_den;
+    tickclock__reduce(&a.num, &a.den);
+  }
+  return a;
+}
+
+std::string crystal_table_json(const tickclock_x86_facts &x, const tickclock_freq *linux_rule) {
+  TableAnswer a = table_answer(x);
+  tickclock_freq t;
+  std::memset(&t, 0, sizeof t);
+  t.hz_num = a.num;
+  t.hz_den = a.den;
+  std::string o = "{\"crystal_hz\": " + (a.entry ? json_u(a.entry->hz) : std::string("null")) +
+                  ", \"tsc_hz\": " + (a.applies ? hz_text(t) : std::string("null")) +
+                  ", \"fits_base\": " +
+                  (a.fits_base < 0 ? std::string("null") : json_b(a.fits_base)) +
+                  ", \"ppm_vs_linux\": ";
+  if (a.applies && linux_rule)
+    o += json_num(tickclock__ppm(a.num, a.den, linux_rule->hz_num, linux_rule->hz_den));
+  else
+    o += "null";
+  o += ", \"parts\": " + (a.entry ? json_str(a.entry->parts) : std::string("null")) +
+       ", \"evidence\": " + (a.entry ? json_str(a.entry->evidence) : std::string("null")) +
+       ", \"left_out\": " + (a.excluded ? json_str(a.excluded) : std::string("null")) + "}";
+  return o;
+}
+
 void print_json(const tickclock_x86_facts &x) {
   tickclock_freq f;
   int have_f = tickclock_x86_freq_cpuid(&x, &f);
@@ -202,6 +248,16 @@ void print_json(const tickclock_x86_facts &x) {
     o += "{\"value\": " + hz_text(f) + ", \"method\": " + json_str(f.name) + "}";
   else
     o += "{\"value\": null, \"method\": null}";
+  // leaf 0x15 by Linux's present rule and by the crystal table, side by side
+  tickclock_freq lx;
+  int have_lx = tickclock_x86_freq_leaf15_linux(&x, &lx);
+  key("tsc_hz_linux");
+  if (have_lx)
+    o += "{\"value\": " + hz_text(lx) + ", \"method\": " + json_str(lx.name) + "}";
+  else
+    o += "{\"value\": null, \"method\": null}";
+  key("crystal_table");
+  o += crystal_table_json(x, have_lx ? &lx : nullptr);
   o += "}";
   std::printf("%s\n", o.c_str());
 }
@@ -256,6 +312,18 @@ void print_human(const tickclock_x86_facts &x, const char *what) {
     std::printf("  TSC frequency %s Hz (%s)\n", hz_text(f).c_str(), f.name);
   else
     std::printf("  TSC frequency not stated by CPUID (calibration needed)\n");
+  TableAnswer a = table_answer(x);
+  tickclock_freq lx;
+  if (tickclock_x86_freq_leaf15_linux(&x, &lx))
+    std::printf("  Linux's rule  %s Hz (%s)\n", hz_text(lx).c_str(), lx.name);
+  if (a.entry)
+    std::printf("  crystal table %.1f MHz for %s%s: %s\n", a.entry->hz / 1e6, a.entry->parts,
+                a.applies ? ""
+                : a.fits_base == 0 ? " (NOT applied: crystal x ratio is over 1 % off the base MHz)"
+                                   : " (not needed: ECX states the crystal, or no ratio)",
+                a.entry->evidence);
+  else if (a.excluded)
+    std::printf("  crystal table left out: %s\n", a.excluded);
 }
 
 // What the decider makes of a recorded machine, given the kernel verdict in

@@ -8,9 +8,14 @@
 //   clocksource  the kernel's verdict on the counter
 //   frequency    every frequency source agrees within the stated bound
 //   drift        converted counter time vs CLOCK_MONOTONIC_RAW over S s
+//                (with clocksource tsc that clock is the same TSC on the
+//                same CPU: blind to per-CPU offsets, as calibration is)
 //   monotonic    consecutive reads on every CPU never step back
-//   warp         cross-CPU ordering, Linux tsc_sync style, every CPU pair
-//   read_cost    a read costs less than clock_gettime (not trapped)
+//   warp         cross-CPU ordering, Linux tsc_sync style, every CPU pair:
+//                the check that covers per-CPU offsets
+//   read_cost    a read costs less than clock_gettime (not trapped); nearly
+//                vacuous where the vDSO itself executes RDTSC (clocksource
+//                tsc, kvm-clock, the Hyper-V TSC page): a trap slows both
 //   pr_set_tsc   prctl(PR_SET_TSC, PR_TSC_SIGSEGV) in forked children: before
 //                the library's first use (the OS clock, no trap) and after
 //                init (tickclock_revalidate() switches, no trap); and whether
@@ -35,6 +40,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -195,6 +201,32 @@ void pr_set_tsc_after(TscFaults *f) {
 #endif
 }
 
+// Does the kernel's clock (and so the vDSO's clock_gettime) read the TSC
+// itself? Then a trapped RDTSC slows both.
+bool vdso_reads_tsc(const tickclock_evidence &ev) {
+  if (!ev.clocksource_known) return false;
+  for (const char *cs : {"tsc", "kvm-clock", "hyperv_clocksource_tsc_page"})
+    if (std::strcmp(ev.clocksource, cs) == 0) return true;
+  return false;
+}
+
+// Physical packages among the CPUs this process may run on (Linux sysfs);
+// 0 when unknown.
+int count_packages() {
+  std::vector<int> seen;
+  for (int cpu : allowed_cpus()) {
+    char path[96], buf[32];
+    std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id",
+                  cpu);
+    if (!tickclock__p_read_line(path, buf, sizeof buf)) return 0;
+    int id = std::atoi(buf);
+    bool known = false;
+    for (int s : seen) known = known || s == id;
+    if (!known) seen.push_back(id);
+  }
+  return (int)seen.size();
+}
+
 }  // namespace
 
 int cmd_validate(int argc, char **argv) {
@@ -351,6 +383,10 @@ int cmd_validate(int argc, char **argv) {
     it.status = std::fabs(drift_ppm) <= bound ? "PASS" : "FAIL";
     it.detail = fmt("%+.3f ppm over %.2f s against CLOCK_MONOTONIC_RAW (bound %.2f ppm%s)",
                     drift_ppm, raw / 1e9, bound, counter ? "" : ": NTP slew allowance");
+    if (info->source == TICKCLOCK_SOURCE_TSC && ev.clocksource_known &&
+        std::strcmp(ev.clocksource, "tsc") == 0)
+      it.detail += "; CLOCK_MONOTONIC_RAW is this TSC (clocksource tsc): blind to per-CPU "
+                   "offsets, which the warp check covers";
     it.json_extra = ",\"ppm\":" + json_num(drift_ppm) + ",\"bound_ppm\":" + json_num(bound) +
                     ",\"seconds\":" + json_num(raw / 1e9);
     cut_short(&it, r1 >= end);
@@ -381,6 +417,7 @@ int cmd_validate(int argc, char **argv) {
   // warp
   uint64_t warp_back = 0, warp_max = 0;
   double warp_max_ns = 0;
+  bool warp_ran = false;
   if (!not_started("warp")) {
     Item it{"warp", "PASS", "", ""};
     std::vector<WarpPair> w = warp_test(read_now_ordered, seconds * 0.3);
@@ -391,15 +428,25 @@ int cmd_validate(int argc, char **argv) {
       if (p.max_warp_ticks > warp_max) warp_max = p.max_warp_ticks;
     }
     double warp_ns = (double)warp_max * (counter ? ns_per_tick(info) : 1.0);
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
     if (w.empty()) {
       it.status = "SKIP";
-      it.detail = "one CPU: no pair to compare";
+      it.detail = online > 1 && counter
+                      ? fmt("one CPU allowed to this process of %ld online: per-CPU offsets NOT "
+                            "checked (drift and calibration cannot see them)",
+                            online)
+                      : std::string("one CPU: no pair to compare");
     } else {
       it.status = warp_back ? "FAIL" : "PASS";
       it.detail = fmt("%zu CPU pairs, %" PRIu64 " ordered hand-offs, %" PRIu64
-                      " backward, largest warp %.1f ns",
-                      w.size(), iters, warp_back, warp_ns);
+                      " backward, largest warp %.1f ns%s",
+                      w.size(), iters, warp_back, warp_ns,
+                      counter ? "; the check that covers per-CPU offsets" : "");
+      if (counter && online > 0 && (size_t)online > allowed_cpus().size())
+        it.detail += fmt(" (on %zu of %ld online CPUs)", allowed_cpus().size(), online);
     }
+    // every pair of every online CPU: what the decider may take as a verdict
+    warp_ran = !w.empty() && online > 0 && allowed_cpus().size() == (size_t)online;
     it.json_extra = ",\"pairs\":" + json_u(w.size()) + ",\"iterations\":" + json_u(iters) +
                     ",\"backward\":" + json_u(warp_back) + ",\"max_warp_ns\":" + json_num(warp_ns);
     warp_max_ns = warp_ns;
@@ -414,11 +461,16 @@ int cmd_validate(int argc, char **argv) {
     Item it{"read_cost", "SKIP", "", ""};
     double mine = tickclock__measure_read_ns(read_now);
     double os = tickclock__measure_read_ns(tickclock__os_read);
-    it.json_extra = ",\"read_ns\":" + json_num(mine) + ",\"os_read_ns\":" + json_num(os);
+    it.json_extra = ",\"read_ns\":" + json_num(mine) + ",\"os_read_ns\":" + json_num(os) +
+                    ",\"vdso_reads_tsc\":" + json_b(vdso_reads_tsc(ev));
     if (counter) {
       it.status = mine <= os ? "PASS" : "FAIL";
       it.detail = fmt("%.1f ns per read vs %.1f ns for clock_gettime (%.2fx)%s", mine, os,
                       mine / os, mine <= os ? "" : ": trapped or emulated?");
+      if (info->source == TICKCLOCK_SOURCE_TSC && vdso_reads_tsc(ev))
+        it.detail += fmt("; nearly vacuous here: the vDSO's clock_gettime executes RDTSC too "
+                         "(clocksource %s), so a trapped RDTSC would slow both",
+                         ev.clocksource);
     } else {
       it.detail = fmt("the OS clock itself: %.1f ns per read", os);
     }
@@ -490,6 +542,13 @@ int cmd_validate(int argc, char **argv) {
     std::fprintf(fx, "# observed.warp_max_ticks: %" PRIu64 "\n", warp_max);
     std::fprintf(fx, "# observed.warp_max_ns: %.1f\n", warp_max_ns);
     std::fprintf(fx, "# observed.monotonic_backward: %" PRIu64 "\n", mono_back);
+    // what the decider uses where the kernel gives no sync verdict
+    int packages = count_packages();
+    if (packages > 0) std::fprintf(fx, "# cpu_packages: %d\n", packages);
+    if (warp_ran && counter) {
+      std::fprintf(fx, "# warp_check: %s\n", warp_back ? "fail" : "pass");
+      std::fprintf(fx, "# warp_max_ns: %.1f\n", warp_max_ns);
+    }
     std::fprintf(fx, "# observed.pr_set_tsc_traps: %s\n",
                  tsc_faults.applicable ? traps(tsc_faults.rdtsc) : "unknown");
     std::fprintf(fx, "# observed.vdso_traps_after_pr_set_tsc: %s\n",

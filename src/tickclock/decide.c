@@ -7,10 +7,13 @@
  *     (TICKCLOCK_SOURCE=tsc / tickclock_config) is honoured past this point
  *     only: never execute what may trap.
  *  2. Not emulated: Xen leaf base+3 EAX[0] (vtsc) means every RDTSC traps.
- *     Stable rate: invariant TSC (CPUID.80000007H:EDX[8], gated on the
- *     maximum extended leaf), or a hypervisor's promise of a stable TSC:
- *     Hyper-V 0x40000003 EAX[15] (TSC invariant controls), Xen leaf base+3
- *     EAX[1] (host TSC reliable) without vtsc.
+ *     Stable rate: invariant TSC (CPUID.80000007H:EDX[8] as this guest sees
+ *     it, gated on the maximum extended leaf), or Xen's promise of a stable
+ *     TSC: leaf base+3 EAX[1] (host TSC reliable) without vtsc. Hyper-V's
+ *     0x40000003 EAX[15] is no promise: it only lets the guest kernel turn
+ *     invariance on (then EDX[8] shows it).
+ *     Off Linux (no kernel sync verdict): a failed warp check refuses; more
+ *     than one package needs TSC_ADJUST and a passed warp check.
  *  3. The Linux kernel's verdict (current_clocksource, available_clocksource):
  *     - "tsc": the kernel's own checks (tsc_sync, the clocksource watchdog)
  *       passed: trusted.
@@ -21,13 +24,18 @@
  *       (the kernel registered it: it was not marked unstable) AND the
  *       hypervisor publishes the TSC frequency (VMware/KVM leaf base+0x10,
  *       Xen leaf base+3) AND that frequency agrees with our calibration
- *       within the bound below. When "tsc" is not listed at all (marked
+ *       within the bound below (and, for KVM, see 3a). When "tsc" is not listed at all (marked
  *       unstable: boot parameter, failed sync, watchdog) it is refused.
  *     - anything else (hpet, acpi_pm, jiffies, ...): the kernel rejected
  *       the TSC: refused.
  *     - no readable clocksource on Linux: refused (verdict unknown).
+ *  3a. KVM guests whose kernel did not pick the TSC (kvm-clock, or no
+ *     kernel verdict): KVM_FEATURE_CLOCKSOURCE_STABLE_BIT (KVM base+1 EAX[24])
+ *     is required.
  *  4. Read cost: a counter read must not cost more than clock_gettime (a
- *     hypervisor that traps RDTSC makes it slower than the vDSO).
+ *     hypervisor that traps RDTSC makes it slower than the vDSO). Weak
+ *     where the kernel's clock runs on the TSC: the vDSO then executes
+ *     RDTSC itself and a trap slows both; the chosen TSC's reason says so.
  *  5. Calibration: it must succeed, and (automatic choice only) its
  *     tightest (counter, clock, counter) brackets must bound the frequency
  *     within TICKCLOCK_CAL_MAX_UNCERTAINTY_PPM: wider means the two reads
@@ -41,7 +49,7 @@
  * CLOCK_MONOTONIC_RAW (calibrate.c: tightest bracket, bound
  * cal.uncertainty_ppm), and every other source found is compared with it:
  *    perf_page            kernel's own time_mult/time_shift (cap_user_time)
- *    cpuid_15h_*          leaf 0x15, Linux's rule (see cpuid_x86.c)
+ *    cpuid_15h_*          leaf 0x15: ECX, else the crystal table, else 0x16 (cpuid_x86.c)
  *    hypervisor_40000010  VMware/KVM timing leaf, kHz
  *    xen_leaf3            Xen guest TSC kHz
  *    cpuid_16h            leaf 0x16 base MHz (nominal)
@@ -53,6 +61,10 @@
  * calibration bound there being ~2 ppm), far below the errors
  * this is meant to catch (a nominal base MHz: 0.1-0.5 %; a wrong crystal;
  * a VMM passing the host's leaf 0x15 through a TSC-scaled guest).
+ * A crystal from tickclock's table (cpuid_15h_known_crystal: the CPU
+ * states a ratio, not the crystal) is a claim like any other source: used
+ * only when calibration agrees; the crystals in use differ by 4 % or more
+ * (19.2, 24, 25, 38.4 MHz), so a wrong entry cannot pass.
  * Among the sources that agree, the first in this order is used:
  *    perf_page > cpuid_15h crystal/known crystal on bare metal >
  *    hypervisor leaf > cpuid_15h crystal/known crystal in a VM >
@@ -189,13 +201,55 @@ static int tickclock__has_word(const char *list, const char *word) {
 #define TICKCLOCK__TRUST_YES 1
 #define TICKCLOCK__TRUST_IF_HV_AGREES 2 /* paravirt clock: needs the hypervisor leaf to agree */
 
+/* Off Linux there is no kernel verdict on TSC synchronisation (Linux's
+ * tsc_sync checks every CPU at bring-up and uses IA32_TSC_ADJUST to undo
+ * firmware writes; its watchdog catches the rest). The invariant bit says
+ * the rate is constant, not that the CPUs agree: multi-socket boards come
+ * out of reset with per-socket offsets, and firmware that writes the TSC
+ * leaves per-CPU ones. So: a warp check that saw a read step back across
+ * CPUs refuses; more than one package needs TSC_ADJUST (an OS can detect
+ * and undo offsets only with it) and a passed warp check over every CPU
+ * pair. One package, or a count the gatherer could not learn, keeps the
+ * invariant bit as the basis (the reason says which). */
+static int tickclock__off_linux_sync(const tickclock_evidence *ev, char *why, size_t n) {
+  const tickclock_x86_facts *x = &ev->x86;
+  if (ev->warp_checked && !ev->warp_ok) {
+    tickclock__fmt(why, n,
+                   "no kernel sync verdict, and a cross-CPU warp check saw the TSC step back "
+                   "(%.1f ns): per-CPU offsets",
+                   ev->warp_max_ns);
+    return 0;
+  }
+  if (ev->cpu_packages > 1 && !x->tsc_adjust) {
+    tickclock__fmt(why, n,
+                   "no kernel sync verdict, %d packages and no TSC_ADJUST (CPUID.(7,0):EBX[1]): "
+                   "per-socket offsets cannot be ruled out",
+                   ev->cpu_packages);
+    return 0;
+  }
+  if (ev->cpu_packages > 1 && !ev->warp_checked) {
+    tickclock__fmt(why, n,
+                   "no kernel sync verdict and %d packages: the invariant bit alone does not "
+                   "rule out per-socket offsets, and no warp check ran",
+                   ev->cpu_packages);
+    return 0;
+  }
+  return 1;
+}
+
 /* Is the executable counter trustworthy for automatic use? */
 static int tickclock__counter_trusted(const tickclock_evidence *ev, char *why, size_t n) {
   int verdict = TICKCLOCK__TRUST_YES;
   if (ev->arch_counter == TICKCLOCK_SOURCE_TSC) {
     const tickclock_x86_facts *x = &ev->x86;
-    int hv_promise = (x->hyperv_valid && x->hyperv_tsc_invariant) ||
-                     (x->xen_leaf3_valid && (x->xen_tsc_flags & 2u) && !(x->xen_tsc_flags & 1u));
+    /* Only Xen's "host TSC reliable" (without vtsc) is a promise. Hyper-V's
+     * 0x40000003 EAX[15] is not: it grants the guest access to the
+     * invariant-TSC control MSR, which the guest kernel must write before
+     * the TSC is invariant; CPUID.80000007H:EDX[8] as the guest sees it
+     * is the answer (Windows and Linux guests on Hyper-V with bit 15 set
+     * and the MSR not written see it clear, and their TSC can change rate
+     * across a live migration). */
+    int hv_promise = x->xen_leaf3_valid && (x->xen_tsc_flags & 2u) && !(x->xen_tsc_flags & 1u);
     if (x->xen_leaf3_valid && (x->xen_tsc_flags & 1u)) {
       tickclock__fmt(why, n,
                      "Xen emulates RDTSC for this guest (leaf 0x%08x EAX[0] vtsc, tsc_mode %u): "
@@ -209,6 +263,11 @@ static int tickclock__counter_trusted(const tickclock_evidence *ev, char *why, s
                        "CPUID leaf 0x80000007 is beyond the maximum extended leaf 0x%08x and no "
                        "hypervisor promises a stable TSC: invariant TSC unknown",
                        (unsigned)x->max_ext_leaf);
+      else if (x->hyperv_valid && x->hyperv_tsc_invariant)
+        tickclock__strlcpy(why,
+                           "Hyper-V grants the invariant-TSC control (0x40000003 EAX[15]) but "
+                           "the guest's CPUID.80000007H:EDX[8] is clear: not enabled, no promise",
+                           n);
       else
         tickclock__strlcpy(why,
                            "CPUID.80000007H:EDX[8] (invariant TSC) is clear and no hypervisor "
@@ -216,6 +275,7 @@ static int tickclock__counter_trusted(const tickclock_evidence *ev, char *why, s
                            n);
       return TICKCLOCK__TRUST_NO;
     }
+    if (!ev->os_linux && !tickclock__off_linux_sync(ev, why, n)) return TICKCLOCK__TRUST_NO;
   }
   if (ev->os_linux) {
     if (!ev->clocksource_known) {
@@ -254,6 +314,26 @@ static int tickclock__counter_trusted(const tickclock_evidence *ev, char *why, s
       }
       verdict = TICKCLOCK__TRUST_IF_HV_AGREES;
     }
+  }
+  /* A KVM guest whose kernel did not pick the TSC (kvm-clock on Linux, or
+   * no kernel verdict at all): KVM says the host's TSC is stable across
+   * vCPUs (its master clock) with KVM_FEATURE_CLOCKSOURCE_STABLE_BIT. On
+   * hosts without it (an unstable host TSC, old KVM) kvm-clock corrects
+   * per-vCPU TSC differences the guest's raw RDTSC would see. */
+  if (ev->arch_counter == TICKCLOCK_SOURCE_TSC && ev->x86.kvm_base != 0 &&
+      !(ev->os_linux && strcmp(ev->clocksource, "tsc") == 0) &&
+      !(ev->x86.kvm_features_valid && ((ev->x86.kvm_features >> 24) & 1u))) {
+    if (!ev->x86.kvm_features_valid)
+      tickclock__fmt(why, n,
+                     "KVM guest, the kernel did not pick the TSC, and KVM's feature leaf "
+                     "0x%08x is absent: TSC stability across vCPUs unknown",
+                     (unsigned)(ev->x86.kvm_base + 1));
+    else
+      tickclock__fmt(why, n,
+                     "KVM guest, the kernel did not pick the TSC, and KVM does not set "
+                     "CLOCKSOURCE_STABLE_BIT (0x%08x EAX[24]): host TSC not stable across vCPUs",
+                     (unsigned)(ev->x86.kvm_base + 1));
+    return TICKCLOCK__TRUST_NO;
   }
   if (ev->counter_read_ns > 0 && ev->os_read_ns > 0 && ev->counter_read_ns > ev->os_read_ns) {
     tickclock__fmt(why, n,
@@ -335,6 +415,9 @@ static const char *tickclock__why_no_leaf15(const tickclock_x86_facts *x, char *
     tickclock__fmt(b, n, "leaf 0x15 is beyond the maximum basic leaf 0x%x", (unsigned)x->max_leaf);
   else if (x->leaf15_den == 0 || x->leaf15_num == 0)
     tickclock__strlcpy(b, "leaf 0x15 reports no TSC/crystal ratio", n);
+  else if (tickclock_x86_crystal_excluded(x) != NULL)
+    tickclock__strlcpy(b, "leaf 0x15 gives a ratio but no crystal, the model is left out of the "
+                          "crystal table (its parts differ) and leaf 0x16 gives no base", n);
   else
     tickclock__strlcpy(b, "leaf 0x15 gives a ratio but no crystal, the model has no known "
                           "crystal and leaf 0x16 gives no base frequency", n);
@@ -440,10 +523,19 @@ static void tickclock__check_freqs(const tickclock_evidence *ev, tickclock_info 
     tickclock_freq_candidate *c = &out->freqs[i];
     if (!c->available) continue;
     if (strcmp(c->name, "calibration") == 0) {
+      /* With clocksource tsc, CLOCK_MONOTONIC_RAW is the same TSC read on
+       * the same CPU: an offset between CPUs moves both ends alike, so
+       * neither calibration nor the drift check against that clock can
+       * see it; a cross-CPU warp check can. */
+      int raw_is_tsc = ev->arch_counter == TICKCLOCK_SOURCE_TSC && ev->os_linux &&
+                       strcmp(ev->clocksource, "tsc") == 0;
       c->usable = 1;
       tickclock__fmt(c->reason, sizeof c->reason,
-                     "measured against CLOCK_MONOTONIC_RAW over %.1f ms, +-%.2f ppm",
-                     (double)ev->cal.ns / 1e6, ev->cal.uncertainty_ppm);
+                     "measured against CLOCK_MONOTONIC_RAW over %.1f ms, +-%.2f ppm%s",
+                     (double)ev->cal.ns / 1e6, ev->cal.uncertainty_ppm,
+                     raw_is_tsc ? "; that clock is this TSC: blind to per-CPU offsets "
+                                  "(validate: warp check)"
+                                : "");
       continue;
     }
     if (!ev->cal.ok) {
@@ -462,7 +554,8 @@ static void tickclock__check_freqs(const tickclock_evidence *ev, tickclock_info 
     } else {
       c->usable = 1;
       tickclock__fmt(c->reason, sizeof c->reason,
-                     "agrees with calibration: %+.2f ppm (bound %.1f ppm)",
+                     "%sagrees with calibration: %+.2f ppm (bound %.1f ppm)",
+                     strcmp(c->name, "cpuid_15h_known_crystal") == 0 ? "table crystal " : "",
                      c->ppm_vs_calibration, c->bound_ppm);
     }
   }
@@ -656,16 +749,29 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
     else {
       const char *basis = ev->arch_counter != TICKCLOCK_SOURCE_TSC ? "counter trusted"
                           : trusted == TICKCLOCK__TRUST_IF_HV_AGREES
-                              ? "invariant TSC, offered by the kernel, hypervisor frequency agrees"
+                              ? "kernel offers tsc, hypervisor frequency agrees"
                           : ev->os_linux ? "invariant TSC, clocksource tsc"
-                                         : "invariant TSC";
+                          : ev->warp_checked ? "invariant TSC, no kernel verdict, warp check passed"
+                          : ev->cpu_packages == 1 ? "invariant TSC, one package, no kernel verdict"
+                                                  : "invariant TSC, no kernel verdict, packages "
+                                                    "unknown";
       char cost[48];
+      /* When the kernel's clock itself runs on the TSC (clocksource tsc,
+       * or kvm-clock/Hyper-V's page, which scale it), clock_gettime in the
+       * vDSO executes RDTSC too: a trapping RDTSC slows both, so the
+       * read-cost comparison can hardly refuse anything. (What calibration
+       * cannot see is said on the calibration's own entry.) */
+      int vdso_tsc = ev->arch_counter == TICKCLOCK_SOURCE_TSC && ev->os_linux &&
+                     (strcmp(ev->clocksource, "tsc") == 0 ||
+                      tickclock__is_paravirt_clock(ev->clocksource));
       if (ev->counter_read_ns <= 0)
         tickclock__strlcpy(cost, "read cost not measured", sizeof cost);
       else
         tickclock__fmt(cost, sizeof cost, "%.1f ns per read", ev->counter_read_ns);
-      tickclock__fmt(cnt->reason, sizeof cnt->reason, "%s%s, %s, %.6f MHz from %s",
-                     forced ? "forced; " : "", basis, cost, out->hz / 1e6, fc->name);
+      tickclock__fmt(cnt->reason, sizeof cnt->reason, "%s%s, %s%s, %.6f MHz from %s",
+                     forced ? "forced; " : "", basis, cost,
+                     vdso_tsc ? " (the vDSO reads the TSC too: cannot show a trap)" : "",
+                     out->hz / 1e6, fc->name);
     }
     tickclock__strlcpy(sys->reason, "not needed: the hardware counter is trusted and cheaper",
                        sizeof sys->reason);

@@ -221,6 +221,15 @@ void tickclock_fixture_evidence(const tickclock_fixture *fx, tickclock_evidence 
       ev->perf.time_shift = (uint32_t)strtoul(s, NULL, 0);
     }
   }
+  v = tickclock_fixture_meta_get(fx, "cpu_packages");
+  if (v != NULL) ev->cpu_packages = (int)strtol(v, NULL, 10);
+  v = tickclock_fixture_meta_get(fx, "warp_check");
+  if (v != NULL && (strcmp(v, "pass") == 0 || strcmp(v, "fail") == 0)) {
+    ev->warp_checked = 1;
+    ev->warp_ok = strcmp(v, "pass") == 0;
+  }
+  v = tickclock_fixture_meta_get(fx, "warp_max_ns");
+  if (v != NULL) ev->warp_max_ns = strtod(v, NULL);
   {
     uint64_t n, d;
     if (tickclock__fx_rational(tickclock_fixture_meta_get(fx, "calibration_hz"), &n, &d)) {

@@ -93,14 +93,46 @@ typedef struct tickclock_freq {
   int method;               /* tickclock_freq_method */
   const char *name;         /* "cpuid_15h_crystal", ... (tsc_hz.method) */
   double uncertainty_ppm;   /* quantisation of the reported value; 0 if exact */
+  int from_table;           /* the crystal is tickclock's table's, not stated by the
+                               CPU: a claim to check against calibration, never a
+                               frequency to publish on its own */
 } tickclock_freq;
 
-/* Linux's rule for leaf 0x15 (GenuineIntel only): crystal from ECX
- * ("cpuid_15h_crystal"); else a known crystal for Denverton 25 MHz,
- * Skylake/Kaby Lake client 24 MHz, Goldmont 19.2 MHz
- * ("cpuid_15h_known_crystal"); else crystal = 0x16 base x den / num
- * ("cpuid_15h_from_16h"). */
+/* A nominal crystal the CPU does not state (leaf 0x15 ECX = 0), by Intel
+ * family 6 model, with the evidence for it (cpuid_x86.c). */
+typedef struct tickclock_x86_crystal {
+  uint32_t model;
+  uint32_t hz;
+  const char *parts;
+  const char *evidence;
+} tickclock_x86_crystal;
+
+/* tickclock's rule for leaf 0x15 (GenuineIntel only): crystal from ECX
+ * ("cpuid_15h_crystal"); else the crystal table's entry for the model, where
+ * it fits leaf 0x16's base (or there is none) ("cpuid_15h_known_crystal",
+ * from_table set); else crystal = 0x16 base x
+ * den / num, i.e. the base frequency exactly ("cpuid_15h_from_16h"). */
 TICKCLOCK__INTERNAL int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out);
+/* Linux's present rule, in its integer kHz arithmetic: ECX; Denverton
+ * 25 MHz; else the crystal derived from leaf 0x16 (what the kernel's
+ * "Detected ... MHz" comes from before its refined calibration). Same
+ * names as above; reported next to ours by `tickclock-probe cpuid`. */
+TICKCLOCK__INTERNAL int tickclock_x86_freq_leaf15_linux(const tickclock_x86_facts *f, tickclock_freq *out);
+/* The crystal table (n entries) and its entry for f's model, or NULL. */
+TICKCLOCK__INTERNAL const tickclock_x86_crystal *tickclock_x86_crystal_table(unsigned *n);
+TICKCLOCK__INTERNAL const tickclock_x86_crystal *tickclock_x86_crystal_lookup(const tickclock_x86_facts *f);
+/* Does the entry's crystal x leaf 0x15's ratio fall within
+ * TICKCLOCK_CRYSTAL_BASE_TOLERANCE of leaf 0x16's base MHz? 1 yes, 0 no
+ * (the entry is not applied), -1 no base to compare with. 1 %: the base is
+ * a rounded nominal figure, up to about 1 % off the TSC (0.8 % on a
+ * Skylake-Y: 24 MHz x 126/2 = 1512 MHz, base 1500), while a wrong crystal
+ * is 4 % or more off. */
+#define TICKCLOCK_CRYSTAL_BASE_TOLERANCE 0.01
+TICKCLOCK__INTERNAL int tickclock_x86_crystal_fits_base(const tickclock_x86_facts *f,
+                                                        const tickclock_x86_crystal *c);
+/* Why f's model is left out of the table on purpose (mixed evidence), or
+ * NULL when it is simply not known. */
+TICKCLOCK__INTERNAL const char *tickclock_x86_crystal_excluded(const tickclock_x86_facts *f);
 /* Leaf 0x16 base MHz ("cpuid_16h"): nominal, GenuineIntel only. */
 TICKCLOCK__INTERNAL int tickclock_x86_freq_leaf16(const tickclock_x86_facts *f, tickclock_freq *out);
 /* Hypervisor timing leaves: VMware/KVM base+0x10 EAX ("hypervisor_40000010"),
@@ -215,13 +247,20 @@ typedef struct tickclock_evidence {
   int cfg_source;              /* tickclock_config.source */
   int have_env;                /* TICKCLOCK_SOURCE was set (and honoured) */
   char env_value[40];          /* its value, truncated */
+  /* What stands in for the kernel's TSC sync verdict where there is none
+   * (off Linux): filled where the gatherer can, else left 0 (unknown). */
+  int cpu_packages;            /* physical packages (sockets) counted; 0 unknown */
+  int warp_checked;            /* a cross-CPU warp check ran on every CPU pair */
+  int warp_ok;                 /* ... and no read stepped back across CPUs */
+  double warp_max_ns;          /* its largest backward step, ns */
 } tickclock_evidence;
 
 /* Evidence replayed from a fixture: the decoded leaves, and from its
  * metadata "# clocksource:", "# available_clocksource:", "# calibration_hz:"
  * (a decimal, or NUM/DEN), "# read_ns.tsc:", "# read_ns.system:",
  * "# perf.time_mult:", "# perf.time_shift:" (cap_user_time set when both
- * are given). Without a clocksource the Linux checks are off. */
+ * are given), "# cpu_packages:", "# warp_check: pass|fail",
+ * "# warp_max_ns:". Without a clocksource the Linux checks are off. */
 #if !defined(TICKCLOCK__SINGLE_HEADER) || defined(TICKCLOCK_TEST_API) /* test-only, as above */
 TICKCLOCK__INTERNAL void tickclock_fixture_evidence(const tickclock_fixture *fx, tickclock_evidence *ev);
 #endif
