@@ -463,3 +463,29 @@ TEST_CASE("a preempted quick calibration is lengthened until its bound is under 
   CHECK(i->baseline_ns >= 4000000);
   CHECK(i->uncertainty_ppm <= 50);
 }
+
+TEST_CASE("a re-calibration at another rate leaves the ns of every earlier tick unchanged") {
+  Installed f;
+  REQUIRE(f.init()->source == TICKCLOCK_SOURCE_TSC);
+  uint64_t t0 = tickclock_now();
+  f.w.now_ns += UINT64_C(10000000000);  // 10 s later
+  uint64_t t1 = tickclock_now();
+  uint64_t ns0 = tickclock_to_ns(t0), ns1 = tickclock_to_ns(t1);
+  // the counter now runs 200 ppm faster, continuous at this instant
+  uint64_t at = f.w.ticks_at(f.w.now_ns);
+  f.w.num = 5001;  // 2.5005 ticks per ns: 2.5005 GHz
+  f.w.den = 2000;
+  f.w.base += at - f.w.ticks_at(f.w.now_ns);
+  REQUIRE(f.w.ticks_at(f.w.now_ns) == at);
+  tickclock_config cfg = {TICKCLOCK_SOURCE_AUTO, 20, 0};
+  REQUIRE(tickclock_init(&cfg) == TICKCLOCK_OK);
+  const tickclock_info *i = tickclock_info_get();
+  INFO(i->why);
+  REQUIRE(i->read_path == TICKCLOCK_READ_COUNTER);
+  CHECK(i->hz == doctest::Approx(2.5005e9).epsilon(2e-5));
+  CHECK(tickclock_to_ns(t0) == ns0);  // 10 s old: 2 ms off if the new rate applied
+  CHECK(tickclock_to_ns(t1) == ns1);
+  uint64_t n2 = f.w.now_ns, t2 = tickclock_now();
+  f.w.now_ns += 1000000;
+  CHECK(tickclock_delta_ns(t2, tickclock_now()) == doctest::Approx(1000000.0 + (double)(f.w.now_ns - n2 - 1000000)).epsilon(1e-4));
+}
