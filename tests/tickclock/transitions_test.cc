@@ -285,8 +285,14 @@ TEST_CASE("fork() while another thread is in the first initialisation: the child
   return;
 #endif
   check_clean(in_child([] {
-    std::thread init([] { (void)tickclock_now(); });  // calibrates for ~20 ms
-    sleep_ms(2);
+    // a 200 ms blocking calibration keeps the first initialisation (and
+    // its lock) open long enough for the fork to land inside it
+    std::thread init([] {
+      tickclock_config cfg = {TICKCLOCK_SOURCE_AUTO, 200, 0};
+      (void)tickclock_init(&cfg);
+    });
+    sleep_ms(20);
+    EXPECT(tickclock__g_state == NULL);  // still initialising
     pid_t pid = fork();
     if (pid == 0) {  // the grandchild: its first read must not hang
       uint64_t a = tickclock_now(), r0 = sys_ns();

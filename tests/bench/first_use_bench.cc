@@ -1,0 +1,174 @@
+// First use and refinement, measured in fresh processes (the first
+// initialisation happens once per process, so each sample is a fork()ed
+// child; manual time, read with the system call, excludes the fork):
+//   BM_first_use/auto           the first tickclock_now(): gathering, the quick
+//                               calibration (1 ms, lengthened while > 50 ppm)
+//   BM_first_use/system         the same with TICKCLOCK_SOURCE=system (the baseline)
+//   BM_first_use/blocking_20ms  tickclock_init({calibration_ms = 20}): the old
+//                               behaviour
+//   BM_refinement               one child: 1.2 s of to_ns(now()) calls (the
+//                               refinements), then the frequency against a 10 s
+//                               reference (the counter bracketed around
+//                               CLOCK_MONOTONIC_RAW through the system call);
+//                               counters: ppm off, worst step and backward
+//                               steps of to_ns(now()) against the reference
+//                               clock across the refinements, refinements seen.
+#include <benchmark/benchmark.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "tickclock.h"
+
+namespace {
+uint64_t raw_ns() {
+  struct timespec ts;
+  syscall(SYS_clock_gettime, CLOCK_MONOTONIC_RAW, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+// Runs fn in a child that writes n doubles back; false if it failed.
+template <class F>
+bool Child(F fn, double* out, int n) {
+  int fd[2];
+  if (pipe(fd) != 0) return false;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    double v[8] = {0};
+    fn(v);
+    ssize_t w = write(fd[1], v, sizeof(double) * (size_t)n);
+    _exit(w == (ssize_t)(sizeof(double) * (size_t)n) ? 0 : 1);
+  }
+  close(fd[1]);
+  ssize_t got = read(fd[0], out, sizeof(double) * (size_t)n);
+  close(fd[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return got == (ssize_t)(sizeof(double) * (size_t)n) && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+void FirstUse(benchmark::State& st, int mode) {
+  double source = 0;
+  for (auto _ : st) {
+    double v[2];
+    bool ok = Child(
+        [mode](double* r) {
+          if (mode == 1) setenv("TICKCLOCK_SOURCE", "system", 1);
+          uint64_t t0 = raw_ns();
+          if (mode == 2) {
+            tickclock_config cfg = {TICKCLOCK_SOURCE_AUTO, 20, 0};
+            tickclock_init(&cfg);
+          }
+          benchmark::DoNotOptimize(tickclock_now());
+          uint64_t t1 = raw_ns();
+          r[0] = (double)(t1 - t0) * 1e-9;
+          r[1] = tickclock_info_get()->source;
+        },
+        v, 2);
+    if (!ok) {
+      st.SkipWithError("the child failed");
+      return;
+    }
+    st.SetIterationTime(v[0]);
+    source = v[1];
+  }
+  st.SetLabel(tickclock_source_name((int)source));
+}
+BENCHMARK_CAPTURE(FirstUse, auto, 0)->Name("BM_first_use/auto")->UseManualTime()->Iterations(40);
+BENCHMARK_CAPTURE(FirstUse, system, 1)->Name("BM_first_use/system")->UseManualTime()->Iterations(40);
+BENCHMARK_CAPTURE(FirstUse, blocking_20ms, 2)
+    ->Name("BM_first_use/blocking_20ms")
+    ->UseManualTime()
+    ->Iterations(10);
+
+struct Sample {
+  uint64_t tick, raw, width;
+};
+// The counter bracketed around the reference clock: tightest of 16.
+Sample Bracket() {
+  Sample best = {0, 0, UINT64_MAX};
+  for (int i = 0; i < 16; i++) {
+    _mm_lfence();
+    uint64_t c0 = __rdtsc();
+    uint64_t r = raw_ns();
+    _mm_lfence();
+    uint64_t c1 = __rdtsc();
+    if (c1 >= c0 && c1 - c0 < best.width) best = {c0 + (c1 - c0) / 2, r, c1 - c0};
+  }
+  return best;
+}
+
+void BM_refinement(benchmark::State& st) {
+  double v[5] = {0};
+  for (auto _ : st) {
+    bool ok = Child(
+        [](double* r) {
+          Sample a = Bracket();
+          uint64_t t = tickclock_now();
+          if (tickclock_info_get()->read_path != TICKCLOCK_READ_COUNTER) {
+            r[0] = NAN;
+            return;
+          }
+          (void)t;
+          unsigned gen = tickclock_info_get()->generation, seen = 0;
+          // offset of to_ns(now()) from the reference, sampled tightly; its
+          // change between consecutive samples is the step
+          double worst = 0, prev_off = NAN;
+          long backward = 0;
+          uint64_t prev_ns = 0, end = raw_ns() + 1200000000u;
+          while (raw_ns() < end) {
+            uint64_t r0 = raw_ns();
+            uint64_t ns = tickclock_to_ns(tickclock_now());
+            uint64_t r1 = raw_ns();
+            if (ns < prev_ns) backward++;
+            prev_ns = ns;
+            if (r1 - r0 < 2000) {  // not preempted: a usable offset sample
+              double off = (double)ns - (double)(r0 + (r1 - r0) / 2);
+              if (!std::isnan(prev_off) && std::fabs(off - prev_off) > worst)
+                worst = std::fabs(off - prev_off);
+              prev_off = off;
+            }
+            unsigned g = tickclock_info_get()->generation;
+            if (g != gen) seen++, gen = g;
+            struct timespec ts = {0, 200000};
+            nanosleep(&ts, nullptr);
+          }
+          double hz = tickclock_info_get()->hz;
+          while (raw_ns() < a.raw + 10000000000u) {
+            struct timespec ts = {0, 50000000};
+            nanosleep(&ts, nullptr);
+          }
+          Sample b = Bracket();
+          double ref = (double)(b.tick - a.tick) / ((double)(b.raw - a.raw) * 1e-9);
+          r[0] = (hz / ref - 1) * 1e6;
+          r[1] = worst;
+          r[2] = (double)backward;
+          r[3] = seen;
+          r[4] = (double)tickclock_info_get()->baseline_ns;
+        },
+        v, 5);
+    if (!ok || std::isnan(v[0])) {
+      st.SkipWithError("the counter is not in use here, or the child failed");
+      return;
+    }
+    st.SetIterationTime(1.2);
+  }
+  st.counters["ppm_vs_10s_reference"] = v[0];
+  st.counters["worst_step_ns"] = v[1];
+  st.counters["backward_steps"] = v[2];
+  st.counters["refinements"] = v[3];
+  st.counters["final_baseline_ms"] = v[4] * 1e-6;
+}
+BENCHMARK(BM_refinement)->UseManualTime()->Iterations(1);
+}  // namespace
+
+BENCHMARK_MAIN();
