@@ -292,7 +292,11 @@ TICKCLOCK_API int tickclock_init(const tickclock_config *cfg);
  *    bracket half-widths (catches a backward step, a suspend-sized jump,
  *    a wrong frequency, a migration to a CPU whose TSC is offset),
  * and if any fails switches every thread to the OS clock, mapped into the
- * same tick unit and continuous with the highest reading the checks saw.
+ * same tick unit, starting no lower than any reading handed out: when the
+ * counter failed or may not be read, that bound is extrapolated from the
+ * last conclusive sample at (DRIFT_PPM + uncertainty) plus DRIFT_ABS_NS, so
+ * such a switch steps forward by up to that much (about 100 us), never
+ * back.
  * Limits: a reader that loaded the old source just before the switch may
  * produce one more counter reading; readings a faulty counter gave before
  * the check are not corrected. Returns 0 if the current source is kept (or

@@ -102,6 +102,8 @@ void check_clean(int st) {
 // |measured - reference| within 2 ms, and positive.
 void expect_interval(int64_t measured, uint64_t reference) {
   int64_t err = measured - (int64_t)reference;
+  fprintf(stderr, "interval %lld ns, reference %llu ns, error %lld ns\n", (long long)measured,
+          (unsigned long long)reference, (long long)err);
   if (!(measured > 0 && err < 2000000 && err > -2000000)) {
     fprintf(stderr, "child: interval %lld ns vs reference %llu ns\n", (long long)measured,
             (unsigned long long)reference);
