@@ -13,6 +13,22 @@
 
 #include "doctest/doctest.h"
 
+// AddressSanitizer's runtime reads the clock through the vDSO itself (its
+// allocator does), and with clocksource tsc the vDSO executes RDTSC: after
+// prctl(PR_SET_TSC, PR_TSC_SIGSEGV) an ASan build dies of SIGSEGV inside
+// its own malloc, whatever the code under test does. The PR_SET_TSC cases
+// skip there, saying so.
+#if defined(__SANITIZE_ADDRESS__)
+#define TCTEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TCTEST_ASAN 1
+#endif
+#endif
+#define TCTEST_ASAN_PR_SET_TSC_WHY                                                        \
+  "AddressSanitizer's own allocator calls the vDSO's clock_gettime, which executes RDTSC " \
+  "and traps after PR_SET_TSC"
+
 namespace tctest {
 
 inline void skip(const std::string &why) {

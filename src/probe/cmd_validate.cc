@@ -171,12 +171,27 @@ int child_vdso_clock_gettime() {
 }
 #endif
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 // Before anything else in this process touches the library.
 void pr_set_tsc_before(TscFaults *f) {
 #if defined(TICKCLOCK_PROBE_PR_SET_TSC)
   tickclock_x86_facts x;
   tickclock_x86_decode(tickclock_cpuid_native, nullptr, &x);
-  if (!x.tsc) {
+  if (kAddressSanitizer) {
+    f->not_why = "this probe is built with AddressSanitizer, whose allocator reads the clock "
+                 "through the vDSO: a child would trap inside malloc whatever tickclock does";
+  } else if (!x.tsc) {
     f->not_why = "CPUID.01H:EDX[4] (TSC) is clear: no RDTSC to disable";
   } else if (x.hv_valid && std::strcmp(x.hv_signature, "TCGTCGTCGTCG") == 0) {
     // QEMU user mode would pass the prctl to the emulator process itself

@@ -6,8 +6,9 @@
  * preemption inside a bracket only widens it) and use its midpoint, so the
  * tick error at each end is at most half its width. Over an interval of
  * D ticks and N ns the frequency's error bound is therefore
- *   ((w_start + w_end) / 2) / D  +  2 ns / N      (clock granularity)
- * which is what uncertainty_ppm reports.
+ *   ((w_start + w_end) / 2 + 2) / D  +  2 ns / N      (clock granularity)
+ * plus one tick at each end for the counter's quantum, which is what
+ * uncertainty_ppm reports.
  */
 #include "internal.h"
 
@@ -59,9 +60,11 @@ static int tickclock__cal_from(tickclock__bracket a, tickclock__bracket b,
   }
   tickclock__ratio_hz(out->ticks, out->ns, &out->hz_num, &out->hz_den);
   out->hz = (double)out->hz_num / (double)out->hz_den;
-  out->uncertainty_ppm =
-      ((((double)a.width + (double)b.width) / 2.0) / (double)out->ticks + 2.0 / (double)out->ns) *
-      1e6;
+  /* each end: half its bracket, plus the counter's own quantum (a read is
+   * the count of whole ticks: 16 ns at 62.5 MHz, not negligible over 1 ms) */
+  out->uncertainty_ppm = ((((double)a.width + (double)b.width) / 2.0 + 2.0) / (double)out->ticks +
+                          2.0 / (double)out->ns) *
+                         1e6;
   out->ok = 1;
   return 1;
 }

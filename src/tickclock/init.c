@@ -157,11 +157,24 @@ static unsigned tickclock__generation = 0;
 static tickclock_info *tickclock__spare = NULL;
 static int tickclock__env_reported = 0;
 
+/* States past the static slots: never freed (a reader may hold one for the
+ * life of the process), and all kept on a list so that each stays
+ * reachable even when no state links to it any more. */
+typedef struct tickclock__block {
+  struct tickclock__block *next;
+  tickclock_info info;
+} tickclock__block;
+static tickclock__block *tickclock__blocks = NULL;
+
 static tickclock_info *tickclock__new_slot(void) {
+  tickclock__block *b;
   if (tickclock__slots_used < TICKCLOCK__STATIC_SLOTS)
     return &tickclock__slots[tickclock__slots_used++];
-  /* never freed: a reader may hold it for the life of the process */
-  return (tickclock_info *)calloc(1, sizeof(tickclock_info));
+  b = (tickclock__block *)calloc(1, sizeof *b);
+  if (b == NULL) return NULL;
+  b->next = tickclock__blocks;
+  tickclock__blocks = b;
+  return &b->info;
 }
 
 /* Re-validation bookkeeping: what the published counter state is checked

@@ -19,6 +19,7 @@
 
 #include "doctest/doctest.h"
 #include "internal.h"
+#include "tests/skip.h"
 
 #define EXPECT(cond)                                                               \
   do {                                                                             \
@@ -46,7 +47,7 @@ int in_child(F fn) {
 
 void check_clean_exit(int st) {
   if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
-    MESSAGE("fault could not be injected on this machine: skipped");
+    tctest::skip("a fault could not be injected on this machine (the child exited 77)");
     return;
   }
   INFO("exited " << (WIFEXITED(st) ? WEXITSTATUS(st) : -1) << ", signal "
@@ -78,6 +79,10 @@ int deny_perf_event_open(int err) {
 }  // namespace
 
 TEST_CASE("RDTSC disabled (PR_SET_TSC) before first use: no signal, the OS clock, reason says so") {
+#if defined(TCTEST_ASAN)
+  tctest::skip(std::string("PR_SET_TSC cases: ") + TCTEST_ASAN_PR_SET_TSC_WHY);
+  return;
+#endif
   check_clean_exit(in_child([] {
     if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) _exit(77);
     const tickclock_info *i = tickclock_info_get();
@@ -117,10 +122,15 @@ int rdtsc_traps_here() {
 // be SIGSEGV, and exactly that; where it does not, the case cannot show
 // anything and is reported as skipped.
 TEST_CASE("RDTSC disabled after init without re-validation: SIGSEGV where enforced") {
+#if defined(TCTEST_ASAN)
+  tctest::skip(std::string("PR_SET_TSC cases: ") + TCTEST_ASAN_PR_SET_TSC_WHY);
+  return;
+#endif
   int traps = rdtsc_traps_here();
   if (traps != 1) {
-    MESSAGE("skipped: " << (traps < 0 ? "PR_SET_TSC is not supported here"
-                                       : "RDTSC does not trap after PR_SET_TSC on this host"));
+    tctest::skip(std::string("RDTSC after PR_SET_TSC without re-validation: ") +
+                 (traps < 0 ? "PR_SET_TSC is not supported here"
+                            : "RDTSC does not trap after PR_SET_TSC on this host"));
     return;
   }
   int st = in_child([] {
@@ -138,6 +148,10 @@ TEST_CASE("RDTSC disabled after init without re-validation: SIGSEGV where enforc
 }
 
 TEST_CASE("RDTSC disabled after init: tickclock_revalidate() switches before the next read traps") {
+#if defined(TCTEST_ASAN)
+  tctest::skip(std::string("PR_SET_TSC cases: ") + TCTEST_ASAN_PR_SET_TSC_WHY);
+  return;
+#endif
   check_clean_exit(in_child([] {
     tickclock_config cfg = {TICKCLOCK_SOURCE_TSC, 0, 0};
     if (tickclock_init(&cfg) != TICKCLOCK_OK) _exit(77);

@@ -10,6 +10,7 @@
 #include <atomic>
 
 #include "doctest/doctest.h"
+#include "tests/skip.h"
 #include "tickclock.h"
 
 #if defined(__has_feature)
@@ -47,12 +48,12 @@ extern "C" void free(void *p) { __libc_free(p); }
 
 TEST_CASE("periodic re-validation in tickclock_to_ns: no allocation while the counter is healthy") {
 #if defined(TICKCLOCK_TEST_SANITIZED)
-  MESSAGE("skipped: a sanitizer's allocator cannot be interposed");
+  tctest::skip("allocation count: a sanitizer's allocator cannot be interposed");
   return;
 #endif
   const tickclock_info *i = tickclock_info_get();
   if (i->read_path != TICKCLOCK_READ_COUNTER) {
-    MESSAGE("skipped: the counter is not in use here (" << i->why << ")");
+    tctest::skip(std::string("allocation count: the counter is not in use here (") + i->why + ")");
     return;
   }
   tickclock_revalidate_every(1);
