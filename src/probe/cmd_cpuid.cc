@@ -296,7 +296,7 @@ void print_human(const tickclock_x86_facts &x, const char *what) {
                   (unsigned)x.xen_max_leaf, x.xen_leaf3_valid ? "" : ", no TSC leaf");
     if (x.xen_leaf3_valid)
       std::printf("  Xen TSC       flags 0x%x (vtsc %s), tsc_mode %u, %u kHz\n",
-                  (unsigned)x.xen_tsc_flags, yn(x.xen_tsc_flags & 1), (unsigned)x.xen_tsc_mode,
+                  (unsigned)x.xen_tsc_flags, yn(x.xen_tsc_flags & TICKCLOCK_XEN_TSC_VTSC), (unsigned)x.xen_tsc_mode,
                   (unsigned)x.xen_tsc_khz);
     if (x.hyperv_valid)
       std::printf("  Hyper-V       features 0x%08x misc 0x%08x: frequency MSRs %s, TSC invariant %s\n",

@@ -9,7 +9,9 @@
  *   ((w_start + w_end) / 2) / D  +  2 ns / N      (clock granularity)
  * which is what uncertainty_ppm reports.
  */
-#include "internal.h"
+#include "calibrate.h"
+#include "freq.h"
+#include "platform.h"
 
 #define TICKCLOCK__CAL_TRIES 16
 

@@ -10,7 +10,7 @@
  * exactly 1e9 ns). Rounding down would instead turn every exact result
  * into one less.
  */
-#include "internal.h"
+#include "freq.h"
 
 /* floor((hi*2^64 + lo) / d) for hi < d; remainder in *rem. Restoring
  * division, one quotient bit per step: init-time only, and portable to

@@ -13,9 +13,12 @@
  * CPUID.1:ECX[31] is set; each base 0x40000000 + k*0x100 has its own
  * maximum in its EAX).
  */
-#include "internal.h"
+#include "cpuid_x86.h"
 #include "cpuid_shim.h"
+#include "text.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 int tickclock_cpuid_native(void *ctx, uint32_t leaf, uint32_t subleaf,
@@ -73,13 +76,33 @@ static void tickclock__x86_printable(char *s) {
     if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e) *s = '.';
 }
 
+/* The hypervisors known by their signature at a base leaf (EBX, ECX, EDX):
+ * the one table of signatures. */
+static const struct {
+  char sig[13];
+  int kind;
+} tickclock__x86_hypervisors[] = {
+    {"KVMKVMKVM\0\0\0", TICKCLOCK_HV_KVM},    {"XenVMMXenVMM", TICKCLOCK_HV_XEN},
+    {"Microsoft Hv", TICKCLOCK_HV_HYPERV},    {"VMwareVMware", TICKCLOCK_HV_VMWARE},
+    {"VBoxVBoxVBox", TICKCLOCK_HV_VBOX},
+};
+
+/* TICKCLOCK_HV_* for 12 signature bytes; TICKCLOCK_HV_OTHER if unknown. */
+static int tickclock__x86_hv_kind(const char *sig) {
+  unsigned i;
+  for (i = 0; i < sizeof tickclock__x86_hypervisors / sizeof tickclock__x86_hypervisors[0]; i++)
+    if (memcmp(sig, tickclock__x86_hypervisors[i].sig, 12) == 0)
+      return tickclock__x86_hypervisors[i].kind;
+  return TICKCLOCK_HV_OTHER;
+}
+
 /* The maximum leaf of the hypervisor range at base, or 0 if the base leaf
  * does not look like one (EAX must be a leaf of this base's block). Old
  * KVM answered EAX = 0, meaning base + 1. */
 static uint32_t tickclock__x86_hv_max(uint32_t base, const tickclock_cpuid_regs *r,
                                       const char *sig) {
   if (r->eax >= base && r->eax <= base + 0xffu) return r->eax;
-  if (r->eax == 0 && memcmp(sig, "KVMKVMKVM\0\0\0", 12) == 0) return base + 1;
+  if (r->eax == 0 && tickclock__x86_hv_kind(sig) == TICKCLOCK_HV_KVM) return base + 1;
   return 0;
 }
 
@@ -98,18 +121,7 @@ static void tickclock__x86_decode_hv(tickclock_cpuid_fn fn, void *ctx, tickclock
   out->hv_max_leaf = max;
   memcpy(out->hv_signature, sig, 13);
   tickclock__x86_printable(out->hv_signature);
-  if (memcmp(sig, "KVMKVMKVM\0\0\0", 12) == 0)
-    out->hv_kind = TICKCLOCK_HV_KVM;
-  else if (memcmp(sig, "XenVMMXenVMM", 12) == 0)
-    out->hv_kind = TICKCLOCK_HV_XEN;
-  else if (memcmp(sig, "Microsoft Hv", 12) == 0)
-    out->hv_kind = TICKCLOCK_HV_HYPERV;
-  else if (memcmp(sig, "VMwareVMware", 12) == 0)
-    out->hv_kind = TICKCLOCK_HV_VMWARE;
-  else if (memcmp(sig, "VBoxVBoxVBox", 12) == 0)
-    out->hv_kind = TICKCLOCK_HV_VBOX;
-  else
-    out->hv_kind = TICKCLOCK_HV_OTHER;
+  out->hv_kind = tickclock__x86_hv_kind(sig);
 
   /* Hyper-V: 0x40000003 feature leaf */
   if (out->hv_kind == TICKCLOCK_HV_HYPERV &&
@@ -139,6 +151,7 @@ static void tickclock__x86_decode_hv(tickclock_cpuid_fn fn, void *ctx, tickclock
    * scan would cost 2 ms at every initialisation. */
   for (base = 0x40000000u; base < 0x40010000u; base += 0x100u) {
     uint32_t m;
+    int kind;
     if (base == 0x40000000u)
       r = primary;
     else if (out->hv_kind != TICKCLOCK_HV_HYPERV)
@@ -148,10 +161,11 @@ static void tickclock__x86_decode_hv(tickclock_cpuid_fn fn, void *ctx, tickclock
     tickclock__x86_sig(sig, r.ebx, r.ecx, r.edx);
     m = tickclock__x86_hv_max(base, &r, sig);
     if (m == 0) continue;
-    if (out->xen_base == 0 && memcmp(sig, "XenVMMXenVMM", 12) == 0 && m >= base + 2) {
+    kind = tickclock__x86_hv_kind(sig);
+    if (out->xen_base == 0 && kind == TICKCLOCK_HV_XEN && m >= base + 2) {
       out->xen_base = base;
       out->xen_max_leaf = m;
-    } else if (out->kvm_base == 0 && memcmp(sig, "KVMKVMKVM\0\0\0", 12) == 0) {
+    } else if (out->kvm_base == 0 && kind == TICKCLOCK_HV_KVM) {
       out->kvm_base = base;
       if (tickclock__x86_leaf(fn, ctx, base + 1, 0, m, &r)) {
         out->kvm_features_valid = 1;
@@ -244,6 +258,18 @@ static int tickclock__x86_is_intel(const tickclock_x86_facts *f) {
   return strcmp(f->vendor, "GenuineIntel") == 0;
 }
 
+/* No frequency: the reason in out->why; returns 0. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static int tickclock__x86_none(tickclock_freq *out, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(out->why, sizeof out->why, fmt, ap);
+  va_end(ap);
+  return 0;
+}
+
 static int tickclock__x86_set(tickclock_freq *out, uint64_t num, uint64_t den, int method,
                               const char *name, double unc) {
   if (num == 0 || den == 0) return 0;
@@ -255,98 +281,6 @@ static int tickclock__x86_set(tickclock_freq *out, uint64_t num, uint64_t den, i
   out->name = name;
   out->uncertainty_ppm = unc;
   return 1;
-}
-
-/* ---- crystals the CPU does not state ----------------------------------------
- * Leaf 0x15 may give the TSC/crystal ratio with ECX (the crystal) 0. The SDM
- * then sends the reader to a table of nominal crystals by processor; this
- * is ours, by family 6 model number, each entry with the evidence for it.
- * An entry is a claim about every part sharing the model number, so a
- * model is listed only where that evidence agrees; an entry is never
- * trusted on its own: tickclock_decide() uses it only after calibration
- * agrees (TICKCLOCK_AGREE_PPM), and a wrong crystal is off by whole
- * percent (24 vs 25 MHz is 4 %), far outside that bound.
- *
- * "Corpus" below: the shared corpus of real dumps; for every listed model
- * each dump there has crystal x ratio within 1 % of its leaf 0x16 base MHz
- * (a rounded nominal figure), while every other crystal in use (19.2, 25,
- * 38.4 MHz) lands 3 % or more away; tests/crystal_table_test checks this
- * on the dumps. Where a part's base does not fit, the entry is not applied
- * to it (tickclock_x86_crystal_fits_base). */
-static const tickclock_x86_crystal tickclock__x86_crystals[] = {
-    {0x4E, 24000000u, "Skylake client U/Y",
-     "SDM crystal table: 6th/7th generation Core 24 MHz; corpus: every dump fits 24 MHz"},
-    {0x5E, 24000000u, "Skylake client S/H",
-     "SDM crystal table: 6th/7th generation Core 24 MHz; corpus: every dump fits 24 MHz"},
-    {0x8E, 24000000u, "Kaby/Amber/Whiskey/Comet Lake U/Y",
-     "SDM crystal table: 7th generation Core 24 MHz; later parts keep the model number "
-     "and the client platform; corpus: every dump fits 24 MHz"},
-    {0x9E, 24000000u, "Kaby/Coffee Lake S/H",
-     "SDM crystal table: 7th generation Core 24 MHz; Coffee Lake keeps the model number "
-     "and the client platform; corpus: every S/H dump fits 24 MHz; Kaby Lake-X (same "
-     "model, X299 platform) does not, and the leaf 0x16 check turns the entry off there"},
-    {0xA5, 24000000u, "Comet Lake S/H",
-     "not in the SDM table; corpus: every dump fits 24 MHz, and Rocket Lake (0xA7), "
-     "next on the same client platform, states 24 MHz in ECX itself"},
-    {0xA6, 24000000u, "Comet Lake U (6 core)",
-     "not in the SDM table; corpus: its dump fits 24 MHz; 4-core Comet Lake-U is model "
-     "0x8E (24 MHz)"},
-    {0xA7, 24000000u, "Rocket Lake S",
-     "every bare-metal dump states 24 MHz in ECX; listed for guests whose hypervisor "
-     "clears ECX but passes the ratio through"},
-    {0x5F, 25000000u, "Atom Goldmont-D (Denverton)",
-     "Linux still sets 25 MHz for this model (no leaf 0x16 to derive one from); corpus: "
-     "25 MHz x 240/3 = 2000 MHz, the C3958's rated 2.00 GHz"},
-    {0x5C, 19200000u, "Atom Goldmont (Apollo Lake)",
-     "SDM crystal table: Goldmont 06_5CH 19.2 MHz; corpus: every dump states 19.2 MHz "
-     "in ECX itself"},
-};
-
-/* Models left out on purpose: the same model number with different
- * crystals, so no table entry can be right for all its parts. */
-static const struct {
-  uint32_t model;
-  const char *why;
-} tickclock__x86_no_crystal[] = {
-    {0x55, "Skylake/Cascade Lake server and workstation: the SDM gives 25 MHz for Xeon "
-           "Scalable and 24 MHz for Xeon W, same model; Linux dropped its hard-coded 25 MHz "
-           "after 4 % errors on such workstations; corpus: the Xeons fit 25 MHz, Core X "
-           "(i9-7980XE, i7-7800X) 24 MHz"},
-    {0x6A, "Ice Lake-SP: one dump (fits 25 MHz); its successor Sapphire Rapids (0x8F) states "
-           "24 MHz on some parts and 25 MHz on others"},
-    {0x8F, "Sapphire Rapids: states 24 MHz on some parts and 25 MHz on others"},
-};
-
-const tickclock_x86_crystal *tickclock_x86_crystal_table(unsigned *n) {
-  *n = (unsigned)(sizeof tickclock__x86_crystals / sizeof tickclock__x86_crystals[0]);
-  return tickclock__x86_crystals;
-}
-
-const tickclock_x86_crystal *tickclock_x86_crystal_lookup(const tickclock_x86_facts *f) {
-  unsigned i, n;
-  const tickclock_x86_crystal *t = tickclock_x86_crystal_table(&n);
-  if (strcmp(f->vendor, "GenuineIntel") != 0 || f->family != 6) return NULL;
-  for (i = 0; i < n; i++)
-    if (t[i].model == f->model) return &t[i];
-  return NULL;
-}
-
-int tickclock_x86_crystal_fits_base(const tickclock_x86_facts *f,
-                                    const tickclock_x86_crystal *c) {
-  double tsc, base;
-  if (!f->leaf16_valid || f->base_mhz == 0 || !f->leaf15_valid || f->leaf15_den == 0) return -1;
-  tsc = (double)c->hz * (double)f->leaf15_num / (double)f->leaf15_den;
-  base = (double)f->base_mhz * 1e6;
-  return tsc <= base * (1 + TICKCLOCK_CRYSTAL_BASE_TOLERANCE) &&
-         tsc >= base * (1 - TICKCLOCK_CRYSTAL_BASE_TOLERANCE);
-}
-
-const char *tickclock_x86_crystal_excluded(const tickclock_x86_facts *f) {
-  unsigned i;
-  if (strcmp(f->vendor, "GenuineIntel") != 0 || f->family != 6) return NULL;
-  for (i = 0; i < sizeof tickclock__x86_no_crystal / sizeof tickclock__x86_no_crystal[0]; i++)
-    if (tickclock__x86_no_crystal[i].model == f->model) return tickclock__x86_no_crystal[i].why;
-  return NULL;
 }
 
 /* Linux's present rule, in its own integer kHz arithmetic: the crystal
@@ -379,8 +313,13 @@ int tickclock_x86_freq_leaf15_linux(const tickclock_x86_facts *f, tickclock_freq
 int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out) {
   const tickclock_x86_crystal *crystal;
   memset(out, 0, sizeof *out);
-  if (!tickclock__x86_is_intel(f) || !f->leaf15_valid) return 0;
-  if (f->leaf15_den == 0 || f->leaf15_num == 0) return 0;
+  if (!tickclock__x86_is_intel(f))
+    return tickclock__x86_none(out, "the leaf 0x15 rule is Intel's (vendor '%s')", f->vendor);
+  if (!f->leaf15_valid)
+    return tickclock__x86_none(out, "leaf 0x15 is beyond the maximum basic leaf 0x%x",
+                               (unsigned)f->max_leaf);
+  if (f->leaf15_den == 0 || f->leaf15_num == 0)
+    return tickclock__x86_none(out, "leaf 0x15 reports no TSC/crystal ratio");
   /* TSC = crystal * num / den; crystal and num below 2^32: exact in 64 bits */
   if (f->leaf15_crystal_hz != 0)
     return tickclock__x86_set(out, (uint64_t)f->leaf15_crystal_hz * f->leaf15_num,
@@ -404,12 +343,22 @@ int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out)
     return tickclock__x86_set(out, (uint64_t)f->base_mhz * UINT64_C(1000000), 1,
                               TICKCLOCK_FREQ_CPUID_15H, "cpuid_15h_from_16h",
                               0.5 / (double)f->base_mhz * 1e6);
-  return 0;
+  if (tickclock_x86_crystal_excluded(f) != NULL)
+    return tickclock__x86_none(out, "leaf 0x15 gives a ratio but no crystal, the model is left "
+                                    "out of the crystal table (its parts differ) and leaf 0x16 "
+                                    "gives no base");
+  return tickclock__x86_none(out, "leaf 0x15 gives a ratio but no crystal, the model has no "
+                                  "known crystal and leaf 0x16 gives no base frequency");
 }
 
 int tickclock_x86_freq_leaf16(const tickclock_x86_facts *f, tickclock_freq *out) {
   memset(out, 0, sizeof *out);
-  if (!tickclock__x86_is_intel(f) || !f->leaf16_valid || f->base_mhz == 0) return 0;
+  if (!tickclock__x86_is_intel(f))
+    return tickclock__x86_none(out, "leaf 0x16 is Intel's (vendor '%s')", f->vendor);
+  if (!f->leaf16_valid)
+    return tickclock__x86_none(out, "leaf 0x16 is beyond the maximum basic leaf 0x%x",
+                               (unsigned)f->max_leaf);
+  if (f->base_mhz == 0) return tickclock__x86_none(out, "leaf 0x16 reports a base frequency of 0");
   return tickclock__x86_set(out, (uint64_t)f->base_mhz * UINT64_C(1000000), 1,
                             TICKCLOCK_FREQ_CPUID_16H, "cpuid_16h",
                             0.5 / (double)f->base_mhz * 1e6);
@@ -425,7 +374,13 @@ int tickclock_x86_freq_hypervisor(const tickclock_x86_facts *f, tickclock_freq *
     return tickclock__x86_set(out, (uint64_t)f->xen_tsc_khz * 1000u, 1,
                               TICKCLOCK_FREQ_HYPERVISOR, "xen_leaf3",
                               0.5 / (double)f->xen_tsc_khz * 1e6);
-  return 0;
+  if (!f->hypervisor) return tickclock__x86_none(out, "no hypervisor (CPUID.1:ECX[31] clear)");
+  if (!f->hv_valid)
+    return tickclock__x86_none(out, "hypervisor bit set but no hypervisor range at 0x40000000");
+  return tickclock__x86_none(out,
+                             "hypervisor '%s' (max leaf 0x%08x) publishes no TSC frequency leaf "
+                             "(VMware/KVM 0x40000010, Xen base+3)",
+                             f->hv_signature, (unsigned)f->hv_max_leaf);
 }
 
 int tickclock_x86_freq_cpuid(const tickclock_x86_facts *f, tickclock_freq *out) {

@@ -1,132 +1,13 @@
-/* tickclock — gathering evidence (impure, thin). Each fact is read the
- * safest way available; nothing here executes a counter read unless
+/* tickclock — gathering evidence (impure, thin): every fact the decider
+ * reads, each asked of the platform (platform.h) the safest way
+ * available; nothing here executes a counter read unless
  * tickclock__counter_executable() said it cannot trap. */
-#include "internal.h"
+#include "evidence.h"
+#include "decide.h"
+#include "text.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if defined(__linux__)
-#include <sys/prctl.h>
-#include <sys/auxv.h>
-#include <errno.h>
-#include <unistd.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#if (defined(__x86_64__) || defined(__i386__)) && defined(SYS_perf_event_open) && \
-    !defined(TICKCLOCK_NO_PERF)
-#include <linux/perf_event.h>
-#define TICKCLOCK__HAVE_PERF 1
-#endif
-#endif
-
-/* secure_getenv semantics: ignore the environment in setuid/setgid (and
- * other AT_SECURE) processes. The check is glibc's own (getauxval), which
- * is declared in every mode, unlike secure_getenv. */
-const char *tickclock__secure_getenv(const char *name) {
-#if defined(__linux__)
-  if (getauxval(AT_SECURE)) return NULL;
-  return getenv(name);
-#else
-  return getenv(name);
-#endif
-}
-
-/* The first line of a /sys or /proc file (native platform). */
-int tickclock__native_read_line(const char *path, char *buf, size_t n) {
-#if defined(__linux__)
-  FILE *f;
-  int known = 0;
-  if (n == 0) return 0;
-  buf[0] = '\0';
-  f = fopen(path, "re");
-  if (f == NULL) return 0;
-  if (fgets(buf, (int)n, f) != NULL) {
-    size_t len = strlen(buf);
-    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) buf[--len] = '\0';
-    known = len > 0;
-  }
-  fclose(f);
-  return known;
-#else
-  (void)path;
-  if (n > 0) buf[0] = '\0';
-  return 0;
-#endif
-}
-
-/* prctl(PR_GET_TSC) (native platform): TICKCLOCK_PRCTL_*. The setting is
- * per thread (inherited by threads created later). */
-int tickclock__native_prctl_get_tsc(void) {
-#if defined(__linux__) && defined(PR_GET_TSC)
-  int mode = 0;
-  if (prctl(PR_GET_TSC, &mode, 0, 0, 0) == 0)
-    return mode == PR_TSC_SIGSEGV ? TICKCLOCK_PRCTL_SIGSEGV : TICKCLOCK_PRCTL_ENABLED;
-#endif
-  return TICKCLOCK_PRCTL_UNKNOWN;
-}
-
-#if defined(TICKCLOCK__HAVE_PERF)
-/* The perf_event mmap page of a self-monitoring dummy event: the kernel's
- * own TSC -> ns parameters (time_mult, time_shift), valid when
- * cap_user_time says the kernel's clock is the TSC. Read under the page's
- * seqlock (the lock word is odd while the kernel writes). */
-static void tickclock__read_perf_page(tickclock_perf_page *pp) {
-  struct perf_event_attr attr;
-  long fd;
-  long page = sysconf(_SC_PAGESIZE);
-  void *map;
-  int tries;
-  memset(&attr, 0, sizeof attr);
-  attr.type = PERF_TYPE_SOFTWARE;
-  attr.size = sizeof attr;
-  attr.config = PERF_COUNT_SW_DUMMY;
-  attr.exclude_kernel = 1;
-  attr.exclude_hv = 1;
-  pp->attempted = 1;
-  fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
-  if (fd < 0) {
-    pp->err = errno;
-    return;
-  }
-  map = mmap(NULL, page > 0 ? (size_t)page : 4096u, PROT_READ, MAP_SHARED, (int)fd, 0);
-  if (map == MAP_FAILED) {
-    pp->err = errno;
-    close((int)fd);
-    return;
-  }
-  for (tries = 0; tries < 1000; tries++) {
-    const volatile struct perf_event_mmap_page *p = (const volatile struct perf_event_mmap_page *)map;
-    uint32_t seq = p->lock, seq2;
-    uint64_t caps;
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    pp->version = p->version;
-    caps = p->capabilities;
-    pp->time_mult = p->time_mult;
-    pp->time_shift = p->time_shift;
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    seq2 = p->lock;
-    if (seq == seq2 && !(seq & 1u)) {
-      /* capability bits: 2 cap_user_rdpmc, 3 cap_user_time, 4 cap_user_time_zero */
-      pp->cap_user_time = (int)((caps >> 3) & 1u);
-      pp->cap_user_time_zero = (int)((caps >> 4) & 1u);
-      pp->ok = 1;
-      break;
-    }
-  }
-  munmap(map, page > 0 ? (size_t)page : 4096u);
-  close((int)fd);
-}
-#endif
-
-void tickclock__native_perf_page(tickclock_perf_page *pp) {
-#if defined(TICKCLOCK__HAVE_PERF)
-  tickclock__read_perf_page(pp);
-#else
-  (void)pp;
-#endif
-}
 
 /* Cost of one read: the minimum over batches of 256 reads, timed with
  * CLOCK_MONOTONIC_RAW (a trapped read costs microseconds, a real one tens
@@ -163,20 +44,11 @@ static void tickclock__nominal(tickclock_freq *f, const char *name, int method, 
 /* "timebase\t: 512000000" in /proc/cpuinfo (POWER) */
 static uint64_t tickclock__cpuinfo_timebase(void) {
   char line[256];
-  uint64_t hz = 0;
-  FILE *f = fopen("/proc/cpuinfo", "re");
-  if (f == NULL) return 0;
-  while (fgets(line, sizeof line, f) != NULL) {
-    if (strncmp(line, "timebase", 8) == 0) {
-      const char *p = strchr(line, ':');
-      if (p != NULL) hz = strtoull(p + 1, NULL, 10);
-      break;
-    }
-  }
-  fclose(f);
-  return hz;
+  const char *p;
+  if (!tickclock__p_find_line("/proc/cpuinfo", "timebase", line, sizeof line)) return 0;
+  p = strchr(line, ':');
+  return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
 }
-
 #endif
 
 #if defined(__linux__) && defined(__riscv) && __riscv_xlen == 64
@@ -185,10 +57,7 @@ static uint64_t tickclock__dt_timebase(void) {
   unsigned char b[8];
   size_t n, i;
   uint64_t hz = 0;
-  FILE *f = fopen("/proc/device-tree/cpus/timebase-frequency", "rbe");
-  if (f == NULL) return 0;
-  n = fread(b, 1, sizeof b, f);
-  fclose(f);
+  n = tickclock__p_read_bytes("/proc/device-tree/cpus/timebase-frequency", b, sizeof b);
   if (n != 4 && n != 8) return 0;
   for (i = 0; i < n; i++) hz = (hz << 8) | b[i];
   return hz;
@@ -236,7 +105,7 @@ void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev) {
   ev->arch_counter = TICKCLOCK__ARCH_COUNTER;
 #endif
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
-  tickclock__p_cpuid_decode(&ev->x86);
+  tickclock_x86_decode(tickclock__p_cpuid, NULL, &ev->x86);
 #endif
 
 #if defined(__linux__)

@@ -5,7 +5,8 @@
  * 8 hex digits each; blank lines; "#" comments, of which "# key: value"
  * (key: letters, digits, '_', '.', '-') are metadata.
  */
-#include "internal.h"
+#include "fixture.h"
+#include "text.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -42,7 +42,9 @@
  *    (explicit, or periodic with tickclock_revalidate_every()) switches to
  *    the OS clock. Nothing is checked on the read path.
  */
-#include "internal.h"
+#include "state.h"
+#include "decide.h"
+#include "text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -656,6 +658,13 @@ int tickclock_init(const tickclock_config *cfg) {
 /* Tests only (through tickclock__set_platform): forget every published
  * state, so the next initialisation is a first one in a fresh world. The
  * old states stay allocated: a test may still hold them. */
+#if !defined(TICKCLOCK__SINGLE_HEADER) || defined(TICKCLOCK_TEST_API) /* test-only entry */
+void tickclock__set_platform(const tickclock_platform *p) {
+  tickclock__platform_install(p);
+  tickclock__reset_world();
+}
+#endif
+
 void tickclock__reset_world(void) {
   TICKCLOCK__STORE_RELEASE(&tickclock__g_source, 0);
   TICKCLOCK__STORE_RELEASE(&tickclock__g_state, (const tickclock_info *)NULL);

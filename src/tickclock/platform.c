@@ -1,6 +1,8 @@
 /* tickclock — the platform indirection (see tickclock_platform in
- * internal.h). Init-time only: nothing here is on the read path. */
-#include "internal.h"
+ * platform.h): each call goes to the installed platform's member, or to
+ * the native implementation (platform_native.c) where there is none.
+ * Init-time only: nothing here is on the read path. */
+#include "platform.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -15,15 +17,12 @@
 
 static const tickclock_platform *tickclock__plat = NULL;
 
-#if !defined(TICKCLOCK__SINGLE_HEADER) || defined(TICKCLOCK_TEST_API) /* test-only entry */
-/* A platform is a fresh world: nothing published, RDTSC not known
- * disabled in it. */
-void tickclock__set_platform(const tickclock_platform *p) {
+/* A platform is a fresh world: RDTSC not known disabled in it (the
+ * caller, tickclock__set_platform, also forgets the published state). */
+void tickclock__platform_install(const tickclock_platform *p) {
   tickclock__plat = p;
   tickclock__os_use_syscall(0);
-  tickclock__reset_world();
 }
-#endif
 
 #define TICKCLOCK__P(member) (tickclock__plat != NULL && tickclock__plat->member != NULL)
 
@@ -48,12 +47,23 @@ void tickclock__p_perf_page(tickclock_perf_page *pp) {
   tickclock__native_perf_page(pp);
 }
 
-void tickclock__p_cpuid_decode(tickclock_x86_facts *out) {
-  if (TICKCLOCK__P(cpuid)) {
-    tickclock_x86_decode(tickclock__plat->cpuid, tickclock__plat->ctx, out);
-    return;
+int tickclock__p_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf, tickclock_cpuid_regs *out) {
+  (void)ctx;
+  if (TICKCLOCK__P(cpuid)) return tickclock__plat->cpuid(tickclock__plat->ctx, leaf, subleaf, out);
+  return tickclock_cpuid_native(NULL, leaf, subleaf, out);
+}
+
+int tickclock__p_find_line(const char *path, const char *prefix, char *buf, size_t n) {
+  if (TICKCLOCK__P(find_line)) {
+    if (n > 0) buf[0] = '\0';
+    return tickclock__plat->find_line(tickclock__plat->ctx, path, prefix, buf, n);
   }
-  tickclock_x86_decode(tickclock_cpuid_native, NULL, out);
+  return tickclock__native_find_line(path, prefix, buf, n);
+}
+
+size_t tickclock__p_read_bytes(const char *path, void *buf, size_t n) {
+  if (TICKCLOCK__P(read_bytes)) return tickclock__plat->read_bytes(tickclock__plat->ctx, path, buf, n);
+  return tickclock__native_read_bytes(path, buf, n);
 }
 
 uint64_t tickclock__p_counter(void) {

@@ -182,6 +182,11 @@ typedef struct tickclock_config {
 #define TICKCLOCK_MAX_CANDIDATES 8
 #define TICKCLOCK_REASON_LEN 192
 
+/* tickclock_info.forced: who chose the source. */
+#define TICKCLOCK_FORCED_NO 0        /* the automatic choice */
+#define TICKCLOCK_FORCED_BY_CONFIG 1 /* tickclock_config.source */
+#define TICKCLOCK_FORCED_BY_ENV 2    /* the TICKCLOCK_SOURCE environment variable */
+
 typedef struct tickclock_candidate {
   int source;        /* tickclock_source */
   const char *name;  /* "tsc", "system", ... */
@@ -233,7 +238,7 @@ typedef struct tickclock_info {
                                between its brackets); it grows x4 per refinement
                                up to 1 s; 0 when nothing was measured */
   double resolution_ns;     /* granularity of one tick, ns */
-  int forced;               /* 0 automatic, 1 tickclock_config, 2 TICKCLOCK_SOURCE */
+  int forced;               /* TICKCLOCK_FORCED_*: who chose the source */
   int request_refused;      /* a forced source was unusable; automatic choice made */
   char why[TICKCLOCK_REASON_LEN];       /* one line: why this source */
   char env_error[TICKCLOCK_REASON_LEN]; /* bad TICKCLOCK_SOURCE, or "" */
