@@ -63,7 +63,7 @@ SANITIZERS = [  # name, bazel configs, output tree suffix
     ("asan+ubsan", ["--config=asan", "--config=ubsan"], "asan"),
     ("tsan", ["--config=tsan"], "tsan"),
 ]
-# Cross targets: --config=<arch> (issue 4), run under qemu-user.
+# Cross targets: --config=<arch>, run under qemu-user.
 ARCHS = [
     ("aarch64", "aarch64-linux-gnu"),
     ("armv7", "arm-linux-gnueabihf"),
@@ -73,7 +73,7 @@ ARCHS = [
     ("i686", "i686-linux-gnu"),
     ("mips64el", "mips64el-linux-gnuabi64"),
 ]
-# x86 CPU models under qemu-x86_64 -cpu (issue 4). A cell runs with
+# x86 CPU models under qemu-x86_64 -cpu. A cell runs with
 # --config=cpu-<slug> when .bazelrc has it, else with --config=x86_64_qemu
 # --test_env=QEMU_CPU=<model> (qemu-user reads QEMU_CPU as its -cpu).
 CPU_MODELS = [

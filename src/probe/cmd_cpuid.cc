@@ -2,8 +2,9 @@
 //
 // Decodes this CPU (or a recorded dump, --file) with the core's pure
 // decoder and frequency rules. --dump prints the leaves in the fixture
-// format of DESIGN.md, so a user on a new CPU or hypervisor can contribute
-// one; --json prints the keys DESIGN.md fixes (absent data is null).
+// format (src/tickclock/README.md), so a user on a new CPU or hypervisor can
+// contribute one; --json prints the keys listed in the README's probe
+// section (absent data is null).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
