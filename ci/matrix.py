@@ -76,16 +76,13 @@ ARCHS = [
 # x86 CPU models under qemu-x86_64 -cpu. A cell runs with
 # --config=cpu-<slug> when .bazelrc has it, else with --config=x86_64_qemu
 # --test_env=QEMU_CPU=<model> (qemu-user reads QEMU_CPU as its -cpu).
-CPU_MODELS = [
-    "qemu64",
-    "Nehalem",
-    "Haswell",
-    "Skylake-Client",
-    "EPYC",
-    "max",
-    "max,-rdtscp",
-    "max,vendor=GenuineIntel,level=0x16",
-]
+# The models come from tests/cpu_models.tsv (first column), the one table;
+# read when the cells are built.
+def cpu_models():
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "tests", "cpu_models.tsv")
+    with open(path) as f:
+        return [l.split()[0] for l in f if l.strip() and not l.lstrip().startswith("#")]
 # Expected seconds per cell before any has finished (ETA only).
 EST = {"bazel": 110.0, "san": 120.0, "arch": 150.0, "cpu": 60.0, "windows": 150.0, "lang": 4.0}
 
@@ -269,7 +266,7 @@ def all_cells():
                  row="cross", col=arch, needs_config=[arch], bazel_flags=["--config=%s" % arch])
         c.triple = triple
         cells.append(c)
-    for model in CPU_MODELS:
+    for model in cpu_models():
         c = Cell("cpu %s" % model, "cpu", compiler="gcc-12", cpu=model, row="qemu-x86_64", col=model,
                  needs_config=["cpu-%s" % slug(model), "x86_64_qemu"])
         cells.append(c)

@@ -9,6 +9,8 @@ tmp=${TEST_TMPDIR:-$(mktemp -d)}
 root=$tmp/root
 mkdir -p "$root/ci" "$root/out/matrix"
 cp "$src" "$root/ci/matrix.py"  # ROOT is the script's parent's parent
+mkdir -p "$root/tests"  # the CPU-model table it reads
+cp "$TEST_SRCDIR/$TEST_WORKSPACE/tests/cpu_models.tsv" "$root/tests/"
 out=$root/out/matrix
 fail=0
 check() { # what, command...

@@ -10,6 +10,8 @@ tmp=${TEST_TMPDIR:-$(mktemp -d)}
 root=$tmp/root
 mkdir -p "$root/ci"
 cp "$src" "$root/ci/matrix.py"  # ROOT is the script's parent's parent
+mkdir -p "$root/tests"  # the CPU-model table it reads
+cp "$TEST_SRCDIR/$TEST_WORKSPACE/tests/cpu_models.tsv" "$root/tests/"
 m() { (cd "$tmp" && python3 "$root/ci/matrix.py" "$@"); }
 fail=0
 check() { # what, command...

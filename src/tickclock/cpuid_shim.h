@@ -17,8 +17,7 @@
 
 #include "port.h"
 
-#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
-#define TICKCLOCK__X86 1
+#if defined(TICKCLOCK__X86)
 
 #if !defined(TICKCLOCK_CPUID_USE_CPUIDEX) && !defined(TICKCLOCK_CPUID_USE_CPUID_COUNT) && \
     !defined(TICKCLOCK_CPUID_USE_ASM)

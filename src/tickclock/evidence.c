@@ -40,7 +40,11 @@ static void tickclock__nominal(tickclock_freq *f, const char *name, int method, 
   f->uncertainty_ppm = 0;
 }
 
-#if defined(__linux__) && (defined(__powerpc64__) || (defined(__riscv) && __riscv_xlen == 64))
+/* The readers an ISA's header asks for (arch/<isa>.h defines
+ * TICKCLOCK__NOMINAL_HZ/_NAME for a register or an architectural constant,
+ * TICKCLOCK__NOMINAL_DT_TIMEBASE / _CPUINFO_TIMEBASE for the files Linux
+ * publishes), tried in that order. */
+#if defined(__linux__) && defined(TICKCLOCK__NOMINAL_CPUINFO_TIMEBASE)
 /* "timebase\t: 512000000" in /proc/cpuinfo (POWER) */
 static uint64_t tickclock__cpuinfo_timebase(void) {
   char line[256];
@@ -51,7 +55,7 @@ static uint64_t tickclock__cpuinfo_timebase(void) {
 }
 #endif
 
-#if defined(__linux__) && defined(__riscv) && __riscv_xlen == 64
+#if defined(__linux__) && defined(TICKCLOCK__NOMINAL_DT_TIMEBASE)
 /* /proc/device-tree/cpus/timebase-frequency: a big-endian u32 (or u64) */
 static uint64_t tickclock__dt_timebase(void) {
   unsigned char b[8];
@@ -66,18 +70,18 @@ static uint64_t tickclock__dt_timebase(void) {
 
 static void tickclock__gather_nominal(tickclock_freq *f) {
   memset(f, 0, sizeof *f);
-#if defined(__aarch64__) && !defined(TICKCLOCK_NO_ARCH_COUNTER)
-  tickclock__nominal(f, "cntfrq_el0", TICKCLOCK_FREQ_ARCH_REGISTER, tickclock__a64_cntfrq());
-#elif defined(__s390x__) && !defined(TICKCLOCK_NO_ARCH_COUNTER)
-  tickclock__nominal(f, "tod_architecture", TICKCLOCK_FREQ_ARCH_REGISTER, TICKCLOCK__TOD_HZ);
-#elif defined(__linux__) && defined(__powerpc64__)
-  tickclock__nominal(f, "cpuinfo_timebase", TICKCLOCK_FREQ_OS, tickclock__cpuinfo_timebase());
-#elif defined(__linux__) && defined(__riscv) && __riscv_xlen == 64
-  tickclock__nominal(f, "device_tree_timebase", TICKCLOCK_FREQ_OS, tickclock__dt_timebase());
+  (void)tickclock__nominal;
+#if defined(TICKCLOCK__NOMINAL_HZ)
+  tickclock__nominal(f, TICKCLOCK__NOMINAL_NAME, TICKCLOCK_FREQ_ARCH_REGISTER,
+                     TICKCLOCK__NOMINAL_HZ());
+#endif
+#if defined(__linux__) && defined(TICKCLOCK__NOMINAL_DT_TIMEBASE)
+  if (!f->ok)
+    tickclock__nominal(f, "device_tree_timebase", TICKCLOCK_FREQ_OS, tickclock__dt_timebase());
+#endif
+#if defined(__linux__) && defined(TICKCLOCK__NOMINAL_CPUINFO_TIMEBASE)
   if (!f->ok)
     tickclock__nominal(f, "cpuinfo_timebase", TICKCLOCK_FREQ_OS, tickclock__cpuinfo_timebase());
-#else
-  (void)tickclock__nominal;
 #endif
 }
 
@@ -104,7 +108,7 @@ void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev) {
 #if defined(TICKCLOCK__ARCH_COUNTER)
   ev->arch_counter = TICKCLOCK__ARCH_COUNTER;
 #endif
-#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+#if defined(TICKCLOCK__X86)
   tickclock_x86_decode(tickclock__p_cpuid, NULL, &ev->x86);
 #endif
 
@@ -115,7 +119,7 @@ void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev) {
   ev->available_known = tickclock__p_read_line(TICKCLOCK__SYSFS_AVAILABLE_CLOCKSOURCE,
                                                ev->available_clocksource,
                                                sizeof ev->available_clocksource);
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(TICKCLOCK__X86)
   /* ~100 us (a syscall, an mmap): only where the page can hold a TSC
    * conversion, i.e. when the kernel's clock runs on the TSC (with a
    * paravirtual or fallback clocksource cap_user_time is 0). */

@@ -23,7 +23,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#if (defined(__x86_64__) || defined(__i386__)) && defined(SYS_perf_event_open) && \
+#if defined(TICKCLOCK__X86) && defined(SYS_perf_event_open) && \
     !defined(TICKCLOCK_NO_PERF)
 #include <linux/perf_event.h>
 #define TICKCLOCK__HAVE_PERF 1
@@ -35,7 +35,7 @@
 #else
 #include <time.h>
 #endif
-#if defined(__linux__) && (defined(__x86_64__) || defined(__i386__))
+#if defined(__linux__) && defined(TICKCLOCK__X86)
 #include <sys/syscall.h>
 #include <unistd.h>
 #if defined(SYS_clock_gettime)

@@ -10,6 +10,11 @@
 #include <stdint.h>
 #include <stddef.h>
 
+/* x86 (32 or 64 bit, any compiler): the one test for it. */
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+#define TICKCLOCK__X86 1
+#endif
+
 #if defined(_MSC_VER) && !defined(__cplusplus)
 #define TICKCLOCK__INLINE static __inline
 #else

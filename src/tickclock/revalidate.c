@@ -80,7 +80,7 @@ static int tickclock__disagree(double a, double b, double bound) {
 /* Before any counter read of a check or a refinement: RDTSC disabled for
  * this thread means switching without reading it. 1 if it switched. */
 static int tickclock__rdtsc_disabled_locked(const tickclock_info *s) {
-#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+#if defined(TICKCLOCK__X86)
   if (tickclock__p_prctl_get_tsc() == TICKCLOCK_PRCTL_SIGSEGV) {
     tickclock__os_use_syscall(1);
     tickclock__switch_to_os(s, "RDTSC was disabled for this thread (prctl PR_SET_TSC = "

@@ -354,7 +354,7 @@ TICKCLOCK_API const tickclock_info *tickclock__state_slow(void);
 /* ---- the counter read for this ISA (one header per ISA) ---------------- */
 #if defined(TICKCLOCK_NO_ARCH_COUNTER)
 #include "arch/os_only.h"
-#elif defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+#elif defined(TICKCLOCK__X86)
 #include "arch/x86.h"
 #elif defined(__aarch64__) || defined(_M_ARM64)
 #include "arch/aarch64.h"

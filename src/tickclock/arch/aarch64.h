@@ -54,4 +54,10 @@ TICKCLOCK__INLINE uint64_t tickclock__a64_cntfrq(void) {
 #define tickclock__arch_read tickclock__a64_cntvct
 #define tickclock__arch_read_ordered tickclock__a64_cntvct_ordered
 
+/* The stated frequency (evidence.c): CNTFRQ_EL0, as firmware programmed it. */
+#if defined(__aarch64__)
+#define TICKCLOCK__NOMINAL_NAME "cntfrq_el0"
+#define TICKCLOCK__NOMINAL_HZ() tickclock__a64_cntfrq()
+#endif
+
 #endif /* TICKCLOCK_ARCH_AARCH64_H */

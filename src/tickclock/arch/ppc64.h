@@ -31,4 +31,7 @@ TICKCLOCK__INLINE uint64_t tickclock__ppc_mftb_ordered(void) {
 #define tickclock__arch_read tickclock__ppc_mftb
 #define tickclock__arch_read_ordered tickclock__ppc_mftb_ordered
 
+/* The stated frequency (evidence.c): "timebase" in /proc/cpuinfo (Linux). */
+#define TICKCLOCK__NOMINAL_CPUINFO_TIMEBASE 1
+
 #endif /* TICKCLOCK_ARCH_PPC64_H */

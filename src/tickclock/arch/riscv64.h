@@ -34,4 +34,9 @@ TICKCLOCK__INLINE uint64_t tickclock__rv_rdtime_ordered(void) {
 #define tickclock__arch_read tickclock__rv_rdtime
 #define tickclock__arch_read_ordered tickclock__rv_rdtime_ordered
 
+/* The stated frequency (evidence.c, Linux): the device tree's
+ * /cpus/timebase-frequency, else "timebase" in /proc/cpuinfo. */
+#define TICKCLOCK__NOMINAL_DT_TIMEBASE 1
+#define TICKCLOCK__NOMINAL_CPUINFO_TIMEBASE 1
+
 #endif /* TICKCLOCK_ARCH_RISCV64_H */

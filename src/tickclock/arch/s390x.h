@@ -31,4 +31,8 @@ TICKCLOCK__INLINE uint64_t tickclock__s390_stckf_ordered(void) {
 #define tickclock__arch_read tickclock__s390_stckf
 #define tickclock__arch_read_ordered tickclock__s390_stckf_ordered
 
+/* The stated frequency (evidence.c): the TOD clock's architectural rate. */
+#define TICKCLOCK__NOMINAL_NAME "tod_architecture"
+#define TICKCLOCK__NOMINAL_HZ() TICKCLOCK__TOD_HZ
+
 #endif /* TICKCLOCK_ARCH_S390X_H */
