@@ -2,15 +2,18 @@
 # Linkage of the single header, read from the symbol tables:
 #  - a TICKCLOCK_STATIC program defines tickclock symbols, none of them global;
 #  - a shared library of the implementation compiled with -fvisibility=hidden
-#    exports exactly what tickclock.h declares with TICKCLOCK_API /
+#    exports exactly what tickclock.h (with tickclock_inline.h, its inline
+#    machinery) declares with TICKCLOCK_API /
 #    TICKCLOCK__API_VAR, no internal function;
 #  - the test-only entry points (fixture parser, platform injection) are
 #    not compiled into either unless TICKCLOCK_TEST_API is defined.
-# Usage: symbols_test.sh STATIC_BINARY SHARED_LIBRARY TICKCLOCK_H
+# Usage: symbols_test.sh STATIC_BINARY SHARED_LIBRARY TICKCLOCK_H [HEADER...]
 set -uo pipefail
 static_bin=$1
 shared_lib=$2
 header=$3
+shift 3
+headers=("$header" "$@")  # tickclock.h and the headers it includes for callers
 fail=0
 err() { echo "FAIL: $*"; fail=1; }
 
@@ -20,8 +23,8 @@ global_static=$(nm --defined-only --extern-only "$static_bin" | awk '{print $NF}
 [[ -z "$global_static" ]] || err "TICKCLOCK_STATIC program exports: $(echo $global_static)"
 
 # What the header declares for callers (functions and variables).
-declared=$( (sed -n 's/^TICKCLOCK_API .*[ *]\([A-Za-z_0-9]*\)(.*/\1/p' "$header"
-             sed -n 's/^TICKCLOCK__API_VAR .*[ *]\([A-Za-z_0-9]*\);.*/\1/p' "$header") | sort -u)
+declared=$( (sed -n 's/^TICKCLOCK_API .*[ *]\([A-Za-z_0-9]*\)(.*/\1/p' "${headers[@]}"
+             sed -n 's/^TICKCLOCK__API_VAR .*[ *]\([A-Za-z_0-9]*\);.*/\1/p' "${headers[@]}") | sort -u)
 [[ $(echo "$declared" | wc -l) -ge 10 ]] || err "found only $(echo "$declared" | wc -l) API declarations in $header"
 exported=$(nm -D --defined-only "$shared_lib" | awk '{print $NF}' | grep tickclock | sort -u || true)
 missing=$(comm -23 <(echo "$declared") <(echo "$exported"))
