@@ -10,8 +10,8 @@
 #include <set>
 
 #include "doctest/doctest.h"
-#include "tests/fixture_util.h"
-#include "tests/skip.h"
+#include "tests/support/fixture_util.h"
+#include "tests/support/skip.h"
 
 using namespace tctest;
 

@@ -11,7 +11,7 @@
 #include <set>
 
 #include "doctest/doctest.h"
-#include "tests/fixture_util.h"
+#include "tests/support/fixture_util.h"
 
 using namespace tctest;
 

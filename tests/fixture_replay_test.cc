@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "doctest/doctest.h"
-#include "tests/fixture_util.h"
+#include "tests/support/fixture_util.h"
 
 using namespace tctest;
 

@@ -29,7 +29,7 @@
 #include "doctest/doctest.h"
 #include "internal.h"
 #include "tickclock.h"
-#include "tests/skip.h"
+#include "tests/support/skip.h"
 
 namespace {
 

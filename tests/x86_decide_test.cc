@@ -7,7 +7,7 @@
 #include <tuple>
 
 #include "doctest/doctest.h"
-#include "tests/fixture_util.h"
+#include "tests/support/fixture_util.h"
 
 using namespace tctest;
 

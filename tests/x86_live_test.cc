@@ -8,10 +8,10 @@
 #include <iomanip>
 
 #include "doctest/doctest.h"
-#include "tests/fixture_util.h"
-#include "tests/skip.h"
+#include "tests/support/fixture_util.h"
+#include "tests/support/skip.h"
 
-#include "tests/host_facts.h"
+#include "tests/support/host_facts.h"
 
 using namespace tctest;
 

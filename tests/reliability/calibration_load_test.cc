@@ -1,5 +1,5 @@
 // Calibration (20 ms, the default) against a 1 s reference taken by the
-// test itself (tests/sysclock_ref.h: the counter bracketed around
+// test itself (tests/support/sysclock_ref.h: the counter bracketed around
 // CLOCK_MONOTONIC_RAW read through the system call, not the library's
 // calibration, so a scale error in the library cannot cancel out), idle, with the other core saturated by a busy thread, and while another
 // thread flips the calibrating thread between CPUs with sched_setaffinity.
@@ -19,7 +19,7 @@
 
 #include "doctest/doctest.h"
 #include "internal.h"
-#include "tests/sysclock_ref.h"
+#include "tests/support/sysclock_ref.h"
 
 namespace {
 // Measured on the 2-core noisy KVM development guest (AMD EPYC, 2.096 GHz

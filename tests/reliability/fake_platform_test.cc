@@ -1,4 +1,4 @@
-// Scenarios on the deterministic fake platform (fake_platform.h), with the
+// Scenarios on the deterministic fake platform (tests/support/fake_platform.h), with the
 // core compiled into this test with -DTICKCLOCK_TEST_FAKE_COUNTER so that
 // tickclock_now() reads the fake TSC. Each asserts documented behaviour:
 // per-CPU offsets, backward and suspend-sized jumps, a clocksource flip,
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "doctest/doctest.h"
-#include "fake_platform.h"
+#include "tests/support/fake_platform.h"
 
 namespace {
 struct Installed {

@@ -19,7 +19,7 @@
 
 #include "doctest/doctest.h"
 #include "internal.h"
-#include "tests/skip.h"
+#include "tests/support/skip.h"
 
 namespace {
 bool g_recording = false;

@@ -30,8 +30,8 @@
 #include "doctest/doctest.h"
 #include "internal.h"
 #include "tickclock.h"
-#include "tests/host_facts.h"
-#include "tests/skip.h"
+#include "tests/support/host_facts.h"
+#include "tests/support/skip.h"
 
 #ifndef TICKCLOCK_TARGET_ARCH
 #error "TICKCLOCK_TARGET_ARCH must come from TARGET_ARCH_DEFINES (//platforms:defs.bzl)"
@@ -165,7 +165,7 @@ TEST_CASE("each target chooses its expected source automatically") {
       CHECK(src == "system");
     } else {
 #if defined(__x86_64__)
-      // decided by facts read without the library (tests/host_facts.h)
+      // decided by facts read without the library (tests/support/host_facts.h)
       tctest::HostFacts h = tctest::host_facts();
       MESSAGE(h.describe());
       std::string missing = h.tsc_required_missing();

@@ -17,8 +17,8 @@
 #include "doctest/doctest.h"
 #include "internal.h"
 #include "tickclock.h"
-#include "tests/skip.h"
-#include "tests/sysclock_ref.h"
+#include "tests/support/skip.h"
+#include "tests/support/sysclock_ref.h"
 
 // Under ThreadSanitizer every atomic access is a runtime call, and the
 // ping-pong below becomes a context switch per round on a loaded 2-core
