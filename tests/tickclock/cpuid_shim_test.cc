@@ -15,7 +15,7 @@
 #include <ostream>
 
 #include "doctest/doctest.h"
-#include "tests/cpuidex_config.h"
+#include "tests/tickclock/cpuidex_config.h"
 
 #if defined(TICKCLOCK_CPUID_USE_CPUIDEX) && !TICKCLOCK_TEST_HAVE_CPUIDEX
 // This compiler's <cpuid.h> does not declare __cpuidex (clang 13-16):
