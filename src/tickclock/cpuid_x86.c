@@ -270,6 +270,18 @@ static int tickclock__x86_none(tickclock_freq *out, const char *fmt, ...) {
   return 0;
 }
 
+/* An Intel rule's first gates: the vendor, then the leaf inside the basic
+ * range (valid). 1 when both pass; else 0 and the reason in out->why. */
+static int tickclock__x86_intel_leaf(const tickclock_x86_facts *f, const char *rule, unsigned leaf,
+                                     int valid, tickclock_freq *out) {
+  if (!tickclock__x86_is_intel(f))
+    return tickclock__x86_none(out, "%s Intel's (vendor '%s')", rule, f->vendor);
+  if (!valid)
+    return tickclock__x86_none(out, "leaf 0x%x is beyond the maximum basic leaf 0x%x", leaf,
+                               (unsigned)f->max_leaf);
+  return 1;
+}
+
 static int tickclock__x86_set(tickclock_freq *out, uint64_t num, uint64_t den, int method,
                               const char *name, double unc) {
   if (num == 0 || den == 0) return 0;
@@ -313,11 +325,8 @@ int tickclock_x86_freq_leaf15_linux(const tickclock_x86_facts *f, tickclock_freq
 int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out) {
   const tickclock_x86_crystal *crystal;
   memset(out, 0, sizeof *out);
-  if (!tickclock__x86_is_intel(f))
-    return tickclock__x86_none(out, "the leaf 0x15 rule is Intel's (vendor '%s')", f->vendor);
-  if (!f->leaf15_valid)
-    return tickclock__x86_none(out, "leaf 0x15 is beyond the maximum basic leaf 0x%x",
-                               (unsigned)f->max_leaf);
+  if (!tickclock__x86_intel_leaf(f, "the leaf 0x15 rule is", 0x15, f->leaf15_valid, out))
+    return 0;
   if (f->leaf15_den == 0 || f->leaf15_num == 0)
     return tickclock__x86_none(out, "leaf 0x15 reports no TSC/crystal ratio");
   /* TSC = crystal * num / den; crystal and num below 2^32: exact in 64 bits */
@@ -353,11 +362,7 @@ int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out)
 
 int tickclock_x86_freq_leaf16(const tickclock_x86_facts *f, tickclock_freq *out) {
   memset(out, 0, sizeof *out);
-  if (!tickclock__x86_is_intel(f))
-    return tickclock__x86_none(out, "leaf 0x16 is Intel's (vendor '%s')", f->vendor);
-  if (!f->leaf16_valid)
-    return tickclock__x86_none(out, "leaf 0x16 is beyond the maximum basic leaf 0x%x",
-                               (unsigned)f->max_leaf);
+  if (!tickclock__x86_intel_leaf(f, "leaf 0x16 is", 0x16, f->leaf16_valid, out)) return 0;
   if (f->base_mhz == 0) return tickclock__x86_none(out, "leaf 0x16 reports a base frequency of 0");
   return tickclock__x86_set(out, (uint64_t)f->base_mhz * UINT64_C(1000000), 1,
                             TICKCLOCK_FREQ_CPUID_16H, "cpuid_16h",

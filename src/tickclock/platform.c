@@ -88,18 +88,22 @@ uint64_t tickclock__p_counter_ordered(void) {
 
 /* Once RDTSC is known disabled, a fake's system-call clocks stand in for
  * its vDSO ones (the native clocks switch by themselves). */
+static uint64_t tickclock__p_clock(uint64_t (*vdso)(void *), uint64_t (*sys)(void *),
+                                   uint64_t (*native)(void)) {
+  if (tickclock__os_syscall_on() && sys != NULL) return sys(tickclock__plat->ctx);
+  if (vdso != NULL) return vdso(tickclock__plat->ctx);
+  return native();
+}
+
 uint64_t tickclock__p_raw_ns(void) {
-  if (tickclock__os_syscall_on() && TICKCLOCK__P(raw_ns_sys))
-    return tickclock__plat->raw_ns_sys(tickclock__plat->ctx);
-  if (TICKCLOCK__P(raw_ns)) return tickclock__plat->raw_ns(tickclock__plat->ctx);
-  return tickclock__os_now_raw();
+  if (tickclock__plat == NULL) return tickclock__p_clock(NULL, NULL, tickclock__os_now_raw);
+  return tickclock__p_clock(tickclock__plat->raw_ns, tickclock__plat->raw_ns_sys,
+                            tickclock__os_now_raw);
 }
 
 uint64_t tickclock__p_os_ns(void) {
-  if (tickclock__os_syscall_on() && TICKCLOCK__P(os_ns_sys))
-    return tickclock__plat->os_ns_sys(tickclock__plat->ctx);
-  if (TICKCLOCK__P(os_ns)) return tickclock__plat->os_ns(tickclock__plat->ctx);
-  return tickclock__os_read();
+  if (tickclock__plat == NULL) return tickclock__p_clock(NULL, NULL, tickclock__os_read);
+  return tickclock__p_clock(tickclock__plat->os_ns, tickclock__plat->os_ns_sys, tickclock__os_read);
 }
 
 /* The sysfs file stays open (close-on-exec) after the first read: the

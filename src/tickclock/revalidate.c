@@ -76,6 +76,20 @@ static int tickclock__disagree(double a, double b, double bound) {
   return a - b > bound || b - a > bound;
 }
 
+/* Counter time against CLOCK_MONOTONIC_RAW from the sample ref to b (whose
+ * bracket is w ns wide): they must agree within (DRIFT_PPM + the
+ * frequency's uncertainty) of the raw time, plus DRIFT_ABS_NS and the two
+ * brackets' half-widths. 1 when they do not; the figures in dc, dr, bound. */
+static int tickclock__drifted(const tickclock_info *s, tickclock__bracket b, double w,
+                              tickclock__bracket ref, double *dc, double *dr, double *bound) {
+  double wr = (double)tickclock_conv_ticks_to_ns(&s->src_conv, ref.width);
+  double rate = (TICKCLOCK_REVALIDATE_DRIFT_PPM + s->uncertainty_ppm) * 1e-6;
+  *dc = (double)tickclock_conv_delta_to_ns(&s->src_conv, (int64_t)(b.mid - ref.mid));
+  *dr = (double)(int64_t)(b.ns - ref.ns);
+  *bound = *dr * rate + TICKCLOCK_REVALIDATE_DRIFT_ABS_NS + (w + wr) / 2;
+  return tickclock__disagree(*dc, *dr, *bound);
+}
+
 /* The checks; lock held, state published. Formats only when switching. */
 /* Before any counter read of a check or a refinement: RDTSC disabled for
  * this thread means switching without reading it. 1 if it switched. */
@@ -98,7 +112,8 @@ static int tickclock__revalidate_locked(void) {
   char why[TICKCLOCK_REASON_LEN];
   char cs[32];
   tickclock__bracket b;
-  double w, wp, wa, dc, dr, rate;
+  double w, dc, dr, bound;
+  int step;
   if (s == NULL || !tickclock__reads_counter(s) || !tickclock__bk.chk_on) return 0;
   if (tickclock__rdtsc_disabled_locked(s)) return TICKCLOCK_SWITCHED;
   if (tickclock__bk.cs_known) {
@@ -119,28 +134,18 @@ static int tickclock__revalidate_locked(void) {
     tickclock__arm_deadline(s, tickclock__bk.max_seen);
     return 0;
   }
-  wp = (double)tickclock_conv_ticks_to_ns(&s->src_conv, tickclock__bk.chk_prev.width);
-  wa = (double)tickclock_conv_ticks_to_ns(&s->src_conv, tickclock__bk.chk_anchor.width);
-  rate = (TICKCLOCK_REVALIDATE_DRIFT_PPM + s->uncertainty_ppm) * 1e-6;
-  /* the step since the previous conclusive sample */
-  dc = (double)tickclock_conv_delta_to_ns(&s->src_conv, (int64_t)(b.mid - tickclock__bk.chk_prev.mid));
-  dr = (double)(int64_t)(b.ns - tickclock__bk.chk_prev.ns);
-  if (tickclock__disagree(dc, dr, dr * rate + TICKCLOCK_REVALIDATE_DRIFT_ABS_NS + (w + wp) / 2)) {
+  /* the step since the previous conclusive sample, then the total since
+   * publication (a slow drift passes every step) */
+  for (step = 1; step >= 0; step--) {
+    if (!tickclock__drifted(s, b, w, step ? tickclock__bk.chk_prev : tickclock__bk.chk_anchor, &dc,
+                            &dr, &bound))
+      continue;
     tickclock__fmt(why, sizeof why,
-                   "counter stepped %.0f ns against CLOCK_MONOTONIC_RAW's %.0f ns since the "
-                   "previous check (bound %.0f ns)",
-                   dc, dr, dr * rate + TICKCLOCK_REVALIDATE_DRIFT_ABS_NS + (w + wp) / 2);
-    tickclock__switch_to_os(s, why, TICKCLOCK__DISTRUST);
-    return TICKCLOCK_SWITCHED;
-  }
-  /* the total since publication: a slow drift passes every step */
-  dc = (double)tickclock_conv_delta_to_ns(&s->src_conv, (int64_t)(b.mid - tickclock__bk.chk_anchor.mid));
-  dr = (double)(int64_t)(b.ns - tickclock__bk.chk_anchor.ns);
-  if (tickclock__disagree(dc, dr, dr * rate + TICKCLOCK_REVALIDATE_DRIFT_ABS_NS + (w + wa) / 2)) {
-    tickclock__fmt(why, sizeof why,
-                   "counter time drifted from CLOCK_MONOTONIC_RAW: %.0f ns vs %.0f ns since "
-                   "initialisation (bound %.0f ns)",
-                   dc, dr, dr * rate + TICKCLOCK_REVALIDATE_DRIFT_ABS_NS + (w + wa) / 2);
+                   step ? "counter stepped %.0f ns against CLOCK_MONOTONIC_RAW's %.0f ns since "
+                          "the previous check (bound %.0f ns)"
+                        : "counter time drifted from CLOCK_MONOTONIC_RAW: %.0f ns vs %.0f ns "
+                          "since initialisation (bound %.0f ns)",
+                   dc, dr, bound);
     tickclock__switch_to_os(s, why, TICKCLOCK__DISTRUST);
     return TICKCLOCK_SWITCHED;
   }
