@@ -56,7 +56,7 @@ TableAnswer table_answer(const tickclock_x86_facts &x) {
     a.applies = true;
     a.num = (uint64_t)a.entry->hz * x.leaf15_num;
     a.den = x.leaf15_den;
-    tickclock__reduce(&a.num, &a.den);
+    tkc_reduce(&a.num, &a.den);
   }
   return a;
 }
@@ -73,7 +73,7 @@ std::string crystal_table_json(const tickclock_x86_facts &x, const tickclock_fre
                   (a.fits_base < 0 ? std::string("null") : json_b(a.fits_base)) +
                   ", \"ppm_vs_linux\": ";
   if (a.applies && linux_rule)
-    o += json_num(tickclock__ppm(a.num, a.den, linux_rule->hz_num, linux_rule->hz_den));
+    o += json_num(tkc_ppm(a.num, a.den, linux_rule->hz_num, linux_rule->hz_den));
   else
     o += "null";
   o += ", \"parts\": " + (a.entry ? json_str(a.entry->parts) : std::string("null")) +

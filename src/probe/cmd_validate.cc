@@ -83,7 +83,7 @@ int cmd_validate(int argc, char **argv) {
   const bool counter = info->source != TICKCLOCK_SOURCE_SYSTEM && info->source != TICKCLOCK_SOURCE_QPC;
   r.info = info;
   r.counter = counter;
-  tickclock__gather(nullptr, &r.ev);
+  tkc_gather(nullptr, &r.ev);
   std::vector<Item> items;
   std::vector<std::string> unfinished;  // checks not run or cut short by a signal
   for (size_t k = 0; k < kNumChecks; k++) {

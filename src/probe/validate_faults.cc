@@ -104,7 +104,7 @@ int child_after_init() {
 // (and the hypervisor under it) turns RDTSC into SIGSEGV after PR_SET_TSC.
 int child_bare_rdtsc() {
   if (!disable_tsc()) return kCannotInject;
-  volatile uint64_t t = tickclock__x86_rdtsc();
+  volatile uint64_t t = tkc_x86_rdtsc();
   (void)t;
   return 0;
 }
@@ -157,7 +157,7 @@ int count_packages() {
     char path[96], buf[32];
     std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id",
                   cpu);
-    if (!tickclock__p_read_line(path, buf, sizeof buf)) return 0;
+    if (!tkc_p_read_line(path, buf, sizeof buf)) return 0;
     int id = std::atoi(buf);
     bool known = false;
     for (int s : seen) known = known || s == id;

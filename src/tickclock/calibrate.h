@@ -31,19 +31,19 @@ typedef struct tickclock_calibration {
 /* Calibrates over ms milliseconds; ms == 0: the quick calibration
  * (TICKCLOCK_CAL_QUICK_MS, lengthened x4 while its bound exceeds
  * TICKCLOCK_CAL_TARGET_PPM, up to TICKCLOCK_CAL_QUICK_MAX_MS). */
-TICKCLOCK__INTERNAL int tickclock__calibrate(uint64_t (*read_ordered)(void), uint32_t ms,
+TKC_INTERNAL int tkc_calibrate(uint64_t (*read_ordered)(void), uint32_t ms,
                          tickclock_calibration *out);
 /* A refinement of first: its start bracket, an end bracket taken now. */
-TICKCLOCK__INTERNAL int tickclock__calibrate_from(uint64_t (*read_ordered)(void),
+TKC_INTERNAL int tkc_calibrate_from(uint64_t (*read_ordered)(void),
                                                   const tickclock_calibration *first,
                                                   tickclock_calibration *out);
 /* One calibration end: the tightest of 16 (counter, raw clock, counter)
  * brackets. mid is the counter at the clock's instant to within width/2;
  * width is UINT64_MAX when every try stepped backwards. */
-typedef struct tickclock__bracket {
+typedef struct tkc_bracket {
   uint64_t mid, ns, width;
-} tickclock__bracket;
-TICKCLOCK__INTERNAL tickclock__bracket tickclock__tightest_bracket(uint64_t (*read_ordered)(void));
+} tkc_bracket;
+TKC_INTERNAL tkc_bracket tkc_tightest_bracket(uint64_t (*read_ordered)(void));
 
 #ifdef __cplusplus
 } /* extern "C" */

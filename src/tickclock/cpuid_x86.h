@@ -23,7 +23,7 @@ typedef int (*tickclock_cpuid_fn)(void *ctx, uint32_t leaf, uint32_t subleaf,
                                   tickclock_cpuid_regs *out);
 
 /* Executes CPUID on this CPU (0 if the CPU has no CPUID instruction). */
-TICKCLOCK__INTERNAL int tickclock_cpuid_native(void *ctx, uint32_t leaf, uint32_t subleaf,
+TKC_INTERNAL int tickclock_cpuid_native(void *ctx, uint32_t leaf, uint32_t subleaf,
                            tickclock_cpuid_regs *out);
 
 /* Hypervisor kinds, from the signature at the hypervisor base leaf. */
@@ -85,7 +85,7 @@ typedef struct tickclock_x86_facts {
   uint32_t timing_tsc_khz, timing_bus_khz; /* base+0x10 EAX, EBX */
 } tickclock_x86_facts;
 
-TICKCLOCK__INTERNAL void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out);
+TKC_INTERNAL void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out);
 
 /* A nominal crystal the CPU does not state (leaf 0x15 ECX = 0), by Intel
  * family 6 model, with the evidence for it (crystal_x86.c). */
@@ -101,15 +101,15 @@ typedef struct tickclock_x86_crystal {
  * it fits leaf 0x16's base (or there is none) ("cpuid_15h_known_crystal",
  * from_table set); else crystal = 0x16 base x
  * den / num, i.e. the base frequency exactly ("cpuid_15h_from_16h"). */
-TICKCLOCK__INTERNAL int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out);
+TKC_INTERNAL int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out);
 /* Linux's present rule, in its integer kHz arithmetic: ECX; Denverton
  * 25 MHz; else the crystal derived from leaf 0x16 (what the kernel's
  * "Detected ... MHz" comes from before its refined calibration). Same
  * names as above; reported next to ours by `tickclock-probe cpuid`. */
-TICKCLOCK__INTERNAL int tickclock_x86_freq_leaf15_linux(const tickclock_x86_facts *f, tickclock_freq *out);
+TKC_INTERNAL int tickclock_x86_freq_leaf15_linux(const tickclock_x86_facts *f, tickclock_freq *out);
 /* The crystal table (n entries) and its entry for f's model, or NULL. */
-TICKCLOCK__INTERNAL const tickclock_x86_crystal *tickclock_x86_crystal_table(unsigned *n);
-TICKCLOCK__INTERNAL const tickclock_x86_crystal *tickclock_x86_crystal_lookup(const tickclock_x86_facts *f);
+TKC_INTERNAL const tickclock_x86_crystal *tickclock_x86_crystal_table(unsigned *n);
+TKC_INTERNAL const tickclock_x86_crystal *tickclock_x86_crystal_lookup(const tickclock_x86_facts *f);
 /* Does the entry's crystal x leaf 0x15's ratio fall within
  * TICKCLOCK_CRYSTAL_BASE_TOLERANCE of leaf 0x16's base MHz? 1 yes, 0 no
  * (the entry is not applied), -1 no base to compare with. 1 %: the base is
@@ -117,19 +117,19 @@ TICKCLOCK__INTERNAL const tickclock_x86_crystal *tickclock_x86_crystal_lookup(co
  * Skylake-Y: 24 MHz x 126/2 = 1512 MHz, base 1500), while a wrong crystal
  * is 4 % or more off. */
 #define TICKCLOCK_CRYSTAL_BASE_TOLERANCE 0.01
-TICKCLOCK__INTERNAL int tickclock_x86_crystal_fits_base(const tickclock_x86_facts *f,
+TKC_INTERNAL int tickclock_x86_crystal_fits_base(const tickclock_x86_facts *f,
                                                         const tickclock_x86_crystal *c);
 /* Why f's model is left out of the table on purpose (mixed evidence), or
  * NULL when it is simply not known. */
-TICKCLOCK__INTERNAL const char *tickclock_x86_crystal_excluded(const tickclock_x86_facts *f);
+TKC_INTERNAL const char *tickclock_x86_crystal_excluded(const tickclock_x86_facts *f);
 /* Leaf 0x16 base MHz ("cpuid_16h"): nominal, GenuineIntel only. */
-TICKCLOCK__INTERNAL int tickclock_x86_freq_leaf16(const tickclock_x86_facts *f, tickclock_freq *out);
+TKC_INTERNAL int tickclock_x86_freq_leaf16(const tickclock_x86_facts *f, tickclock_freq *out);
 /* Hypervisor timing leaves: VMware/KVM base+0x10 EAX ("hypervisor_40000010"),
  * Xen base+3 subleaf 0 ECX ("xen_leaf3"). */
-TICKCLOCK__INTERNAL int tickclock_x86_freq_hypervisor(const tickclock_x86_facts *f, tickclock_freq *out);
+TKC_INTERNAL int tickclock_x86_freq_hypervisor(const tickclock_x86_facts *f, tickclock_freq *out);
 /* The CPUID-only answer (what `tickclock-probe cpuid` reports as tsc_hz):
  * under a hypervisor its timing leaf first; then 0x15, then 0x16. */
-TICKCLOCK__INTERNAL int tickclock_x86_freq_cpuid(const tickclock_x86_facts *f, tickclock_freq *out);
+TKC_INTERNAL int tickclock_x86_freq_cpuid(const tickclock_x86_facts *f, tickclock_freq *out);
 
 #ifdef __cplusplus
 } /* extern "C" */

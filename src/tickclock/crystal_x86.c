@@ -20,7 +20,7 @@
  * 38.4 MHz) lands 3 % or more away; tests/crystal_table_test checks this
  * on the dumps. Where a part's base does not fit, the entry is not applied
  * to it (tickclock_x86_crystal_fits_base). */
-static const tickclock_x86_crystal tickclock__x86_crystals[] = {
+static const tickclock_x86_crystal tkc_x86_crystals[] = {
     {0x4E, 24000000u, "Skylake client U/Y",
      "SDM crystal table: 6th/7th generation Core 24 MHz; corpus: every dump fits 24 MHz"},
     {0x5E, 24000000u, "Skylake client S/H",
@@ -54,7 +54,7 @@ static const tickclock_x86_crystal tickclock__x86_crystals[] = {
 static const struct {
   uint32_t model;
   const char *why;
-} tickclock__x86_no_crystal[] = {
+} tkc_x86_no_crystal[] = {
     {0x55, "Skylake/Cascade Lake server and workstation: the SDM gives 25 MHz for Xeon "
            "Scalable and 24 MHz for Xeon W, same model; Linux dropped its hard-coded 25 MHz "
            "after 4 % errors on such workstations; corpus: the Xeons fit 25 MHz, Core X "
@@ -65,8 +65,8 @@ static const struct {
 };
 
 const tickclock_x86_crystal *tickclock_x86_crystal_table(unsigned *n) {
-  *n = (unsigned)(sizeof tickclock__x86_crystals / sizeof tickclock__x86_crystals[0]);
-  return tickclock__x86_crystals;
+  *n = (unsigned)(sizeof tkc_x86_crystals / sizeof tkc_x86_crystals[0]);
+  return tkc_x86_crystals;
 }
 
 const tickclock_x86_crystal *tickclock_x86_crystal_lookup(const tickclock_x86_facts *f) {
@@ -91,8 +91,8 @@ int tickclock_x86_crystal_fits_base(const tickclock_x86_facts *f,
 const char *tickclock_x86_crystal_excluded(const tickclock_x86_facts *f) {
   unsigned i;
   if (strcmp(f->vendor, "GenuineIntel") != 0 || f->family != 6) return NULL;
-  for (i = 0; i < sizeof tickclock__x86_no_crystal / sizeof tickclock__x86_no_crystal[0]; i++)
-    if (tickclock__x86_no_crystal[i].model == f->model) return tickclock__x86_no_crystal[i].why;
+  for (i = 0; i < sizeof tkc_x86_no_crystal / sizeof tkc_x86_no_crystal[0]; i++)
+    if (tkc_x86_no_crystal[i].model == f->model) return tkc_x86_no_crystal[i].why;
   return NULL;
 }
 

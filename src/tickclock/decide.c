@@ -9,27 +9,27 @@
 #include <string.h>
 
 /* One decision in progress. */
-typedef struct tickclock__choice {
+typedef struct tkc_choice {
   int requested;   /* TICKCLOCK_SOURCE_*: what was asked for */
   int forced;      /* TICKCLOCK_FORCED_*: who asked */
   int executable;  /* the counter can be read without trapping */
-  int trusted;     /* TICKCLOCK__TRUST_* */
+  int trusted;     /* TKC_TRUST_* */
   int use_counter;
   char exec_why[TICKCLOCK_REASON_LEN];
   char trust_why[TICKCLOCK_REASON_LEN];
   tickclock_candidate *sys, *cnt;
   tickclock_freq_candidate *fc;
   const char *cname;
-} tickclock__choice;
+} tkc_choice;
 
 /* The OS fallback: CLOCK_MONOTONIC (ticks are ns, conversion is the
  * identity) or, on Windows, QPC at QueryPerformanceFrequency. */
-static int tickclock__os_source(const tickclock_evidence *ev) {
+static int tkc_os_source(const tickclock_evidence *ev) {
   return ev->os_source ? ev->os_source : TICKCLOCK_SOURCE_SYSTEM;
 }
 
-static void tickclock__fill_system(const tickclock_evidence *ev, tickclock_info *out) {
-  int os = tickclock__os_source(ev);
+static void tkc_fill_system(const tickclock_evidence *ev, tickclock_info *out) {
+  int os = tkc_os_source(ev);
   uint64_t hz = (os == TICKCLOCK_SOURCE_SYSTEM || ev->os_hz == 0) ? UINT64_C(1000000000) : ev->os_hz;
   out->source = os;
   out->hz_num = hz;
@@ -42,22 +42,22 @@ static void tickclock__fill_system(const tickclock_evidence *ev, tickclock_info 
   tickclock_conv_init(&out->conv, out->hz_num, out->hz_den);
 }
 
-static const char *tickclock__forced_by(int forced) {
+static const char *tkc_forced_by(int forced) {
   return forced == TICKCLOCK_FORCED_BY_CONFIG ? "tickclock_config" : "TICKCLOCK_SOURCE";
 }
 
-static void tickclock__env_refused(tickclock_info *out, int forced, const char *name,
+static void tkc_env_refused(tickclock_info *out, int forced, const char *name,
                                    const char *because) {
   out->request_refused = 1;
   if (forced == TICKCLOCK_FORCED_BY_ENV)
-    tickclock__fmt(out->env_error, sizeof out->env_error,
+    tkc_fmt(out->env_error, sizeof out->env_error,
                    "TICKCLOCK_SOURCE=%s is unusable (%s); keeping the automatic choice", name,
                    because);
 }
 
 /* 1. what was asked for: the config wins over the environment */
-static void tickclock__step_request(const tickclock_evidence *ev, tickclock_info *out,
-                                    tickclock__choice *d) {
+static void tkc_step_request(const tickclock_evidence *ev, tickclock_info *out,
+                                    tkc_choice *d) {
   if (ev->cfg_source != TICKCLOCK_SOURCE_AUTO) {
     d->requested = ev->cfg_source;
     d->forced = TICKCLOCK_FORCED_BY_CONFIG;
@@ -66,9 +66,9 @@ static void tickclock__step_request(const tickclock_evidence *ev, tickclock_info
     if (s < 0) {
       char shown[4 * sizeof ev->env_value];
       char names[96];
-      tickclock__escape(shown, sizeof shown, ev->env_value);
-      tickclock__source_name_list(names, sizeof names);
-      tickclock__fmt(out->env_error, sizeof out->env_error,
+      tkc_escape(shown, sizeof shown, ev->env_value);
+      tkc_source_name_list(names, sizeof names);
+      tkc_fmt(out->env_error, sizeof out->env_error,
                      "TICKCLOCK_SOURCE='%s' is not one of %s; keeping the automatic choice",
                      shown, names);
     } else if (s != TICKCLOCK_SOURCE_AUTO) {
@@ -79,15 +79,15 @@ static void tickclock__step_request(const tickclock_evidence *ev, tickclock_info
 }
 
 /* 2. the candidates: the OS clock always, the counter where there is one */
-static void tickclock__step_candidates(const tickclock_evidence *ev, tickclock_info *out,
-                                       tickclock__choice *d) {
+static void tkc_step_candidates(const tickclock_evidence *ev, tickclock_info *out,
+                                       tkc_choice *d) {
   tickclock_candidate *sys = &out->candidates[out->n_candidates++];
   d->sys = sys;
-  sys->source = tickclock__os_source(ev);
+  sys->source = tkc_os_source(ev);
   sys->name = tickclock_source_name(sys->source);
   sys->usable = 1;
   sys->read_ns = ev->os_read_ns;
-  tickclock__strlcpy(sys->reason,
+  tkc_strlcpy(sys->reason,
                      sys->source == TICKCLOCK_SOURCE_QPC
                          ? "QueryPerformanceCounter: always available, exact conversion at QPF"
                          : "clock_gettime(CLOCK_MONOTONIC): always available, ticks are ns",
@@ -97,18 +97,18 @@ static void tickclock__step_candidates(const tickclock_evidence *ev, tickclock_i
     d->cnt->source = ev->arch_counter;
     d->cnt->name = d->cname;
     d->cnt->read_ns = ev->counter_read_ns;
-    d->executable = tickclock__counter_executable(ev, d->exec_why, sizeof d->exec_why);
+    d->executable = tkc_counter_executable(ev, d->exec_why, sizeof d->exec_why);
     if (d->executable)
-      d->trusted = tickclock__counter_trusted(ev, d->trust_why, sizeof d->trust_why);
+      d->trusted = tkc_counter_trusted(ev, d->trust_why, sizeof d->trust_why);
   } else {
-    tickclock__counter_executable(ev, d->exec_why, sizeof d->exec_why);
+    tkc_counter_executable(ev, d->exec_why, sizeof d->exec_why);
   }
 }
 
 /* 3. choose: a forced counter only when executable; else the policy */
-static void tickclock__step_choose(const tickclock_evidence *ev, tickclock_info *out,
-                                   tickclock__choice *d) {
-  if (d->forced && d->requested == tickclock__os_source(ev)) d->requested = TICKCLOCK_SOURCE_SYSTEM;
+static void tkc_step_choose(const tickclock_evidence *ev, tickclock_info *out,
+                                   tkc_choice *d) {
+  if (d->forced && d->requested == tkc_os_source(ev)) d->requested = TICKCLOCK_SOURCE_SYSTEM;
   if (d->forced && d->requested != TICKCLOCK_SOURCE_SYSTEM) {
     if (d->cnt && d->requested == ev->arch_counter && d->executable) {
       d->use_counter = 1;
@@ -116,46 +116,46 @@ static void tickclock__step_choose(const tickclock_evidence *ev, tickclock_info 
       const char *because = (d->cnt && d->requested == ev->arch_counter)
                                 ? d->exec_why
                                 : "it does not exist on this CPU architecture";
-      tickclock__env_refused(out, d->forced, tickclock_source_name(d->requested), because);
+      tkc_env_refused(out, d->forced, tickclock_source_name(d->requested), because);
       d->forced = TICKCLOCK_FORCED_NO;
       d->requested = TICKCLOCK_SOURCE_AUTO;
     }
   }
   if (!d->forced)
-    d->use_counter = d->cnt && d->executable && d->trusted != TICKCLOCK__TRUST_NO;
+    d->use_counter = d->cnt && d->executable && d->trusted != TKC_TRUST_NO;
 }
 
 /* 4b. why the chosen counter cannot be used after all, or NULL. */
-static const char *tickclock__frequency_failure(const tickclock_evidence *ev, tickclock_info *out,
-                                                tickclock__choice *d, char *buf, size_t n) {
+static const char *tkc_frequency_failure(const tickclock_evidence *ev, tickclock_info *out,
+                                                tkc_choice *d, char *buf, size_t n) {
   if (!ev->cal.ok)
     return "calibration against CLOCK_MONOTONIC_RAW failed (the counter did not advance "
            "with the clock)";
   if (!d->forced && ev->cal.uncertainty_ppm > TICKCLOCK_CAL_MAX_UNCERTAINTY_PPM) {
-    tickclock__fmt(buf, n,
+    tkc_fmt(buf, n,
                    "calibration brackets too wide (%.0f ppm > %.0f): counter reads on different "
                    "CPUs disagree (TSC warp) or every sample was preempted",
                    ev->cal.uncertainty_ppm, TICKCLOCK_CAL_MAX_UNCERTAINTY_PPM);
     return buf;
   }
-  if (d->trusted == TICKCLOCK__TRUST_IF_HV_AGREES) {
+  if (d->trusted == TKC_TRUST_IF_HV_AGREES) {
     unsigned i;
     int agreed = 0;
     for (i = 0; i < out->n_freqs; i++)
       if (out->freqs[i].method == TICKCLOCK_FREQ_HYPERVISOR && out->freqs[i].usable) agreed = 1;
     if (!agreed) {
-      tickclock__fmt(d->trust_why, sizeof d->trust_why,
+      tkc_fmt(d->trust_why, sizeof d->trust_why,
                      "the kernel prefers the paravirtual clock '%s' and the hypervisor's TSC "
                      "frequency disagrees with calibration",
                      ev->clocksource);
-      d->trusted = TICKCLOCK__TRUST_NO;
+      d->trusted = TKC_TRUST_NO;
       if (!d->forced) return d->trust_why; /* a forced TSC stays, with this as its caveat */
     }
   }
-  d->fc = tickclock__pick_freq(ev, out);
+  d->fc = tkc_pick_freq(ev, out);
   if (d->fc == NULL) return "no frequency source agrees with calibration";
   if (tickclock_conv_init(&out->conv, d->fc->hz_num, d->fc->hz_den) != TICKCLOCK_OK) {
-    tickclock__fmt(buf, n, "frequency %.0f Hz is outside the supported 1 Hz..1 THz", d->fc->hz);
+    tkc_fmt(buf, n, "frequency %.0f Hz is outside the supported 1 Hz..1 THz", d->fc->hz);
     d->fc = NULL;
     return buf;
   }
@@ -164,24 +164,24 @@ static const char *tickclock__frequency_failure(const tickclock_evidence *ev, ti
 
 /* 4. frequency: calibrate, collect every source, cross-check, pick.
  * Returns 1 when the caller must calibrate first. */
-static int tickclock__step_frequency(const tickclock_evidence *ev, tickclock_info *out,
-                                     tickclock__choice *d) {
+static int tkc_step_frequency(const tickclock_evidence *ev, tickclock_info *out,
+                                     tkc_choice *d) {
   const char *fail;
   char buf[TICKCLOCK_REASON_LEN];
   if (d->use_counter && !ev->cal.ok && ev->cal.ticks == 0 && ev->cal.ns == 0)
     return 1; /* not attempted yet: the caller calibrates and asks again */
   if (d->cnt) {
-    tickclock__collect_freqs(ev, out);
-    tickclock__check_freqs(ev, out);
+    tkc_collect_freqs(ev, out);
+    tkc_check_freqs(ev, out);
   }
   if (!d->use_counter) return 0;
-  fail = tickclock__frequency_failure(ev, out, d, buf, sizeof buf);
+  fail = tkc_frequency_failure(ev, out, d, buf, sizeof buf);
   if (fail != NULL) {
     d->use_counter = 0;
-    d->trusted = TICKCLOCK__TRUST_NO;
-    if (fail != d->trust_why) tickclock__strlcpy(d->trust_why, fail, sizeof d->trust_why);
+    d->trusted = TKC_TRUST_NO;
+    if (fail != d->trust_why) tkc_strlcpy(d->trust_why, fail, sizeof d->trust_why);
     if (d->forced) {
-      tickclock__env_refused(out, d->forced, d->cname, d->trust_why);
+      tkc_env_refused(out, d->forced, d->cname, d->trust_why);
       d->forced = TICKCLOCK_FORCED_NO;
     }
   }
@@ -189,8 +189,8 @@ static int tickclock__step_frequency(const tickclock_evidence *ev, tickclock_inf
 }
 
 /* 5a. record the counter as the choice */
-static void tickclock__record_counter(const tickclock_evidence *ev, tickclock_info *out,
-                                      tickclock__choice *d) {
+static void tkc_record_counter(const tickclock_evidence *ev, tickclock_info *out,
+                                      tkc_choice *d) {
   tickclock_freq_candidate *fc = d->fc;
   tickclock_candidate *cnt = d->cnt;
   out->source = ev->arch_counter;
@@ -204,12 +204,12 @@ static void tickclock__record_counter(const tickclock_evidence *ev, tickclock_in
   fc->chosen = 1;
   cnt->chosen = 1;
   cnt->usable = 1;
-  if (d->forced && d->trusted == TICKCLOCK__TRUST_NO)
-    tickclock__fmt(cnt->reason, sizeof cnt->reason, "forced by %s although %s",
-                   tickclock__forced_by(d->forced), d->trust_why);
+  if (d->forced && d->trusted == TKC_TRUST_NO)
+    tkc_fmt(cnt->reason, sizeof cnt->reason, "forced by %s although %s",
+                   tkc_forced_by(d->forced), d->trust_why);
   else {
     const char *basis = ev->arch_counter != TICKCLOCK_SOURCE_TSC ? "counter trusted"
-                        : d->trusted == TICKCLOCK__TRUST_IF_HV_AGREES
+                        : d->trusted == TKC_TRUST_IF_HV_AGREES
                             ? "kernel offers tsc, hypervisor frequency agrees"
                         : ev->os_linux ? "invariant TSC, clocksource tsc"
                         : ev->warp_checked ? "invariant TSC, no kernel verdict, warp check passed"
@@ -224,65 +224,65 @@ static void tickclock__record_counter(const tickclock_evidence *ev, tickclock_in
      * cannot see is said on the calibration's own entry.) */
     int vdso_tsc = ev->arch_counter == TICKCLOCK_SOURCE_TSC && ev->os_linux &&
                    (strcmp(ev->clocksource, "tsc") == 0 ||
-                    tickclock__is_paravirt_clock(ev->clocksource));
+                    tkc_is_paravirt_clock(ev->clocksource));
     if (ev->counter_read_ns <= 0)
-      tickclock__strlcpy(cost, "read cost not measured", sizeof cost);
+      tkc_strlcpy(cost, "read cost not measured", sizeof cost);
     else
-      tickclock__fmt(cost, sizeof cost, "%.1f ns per read", ev->counter_read_ns);
-    tickclock__fmt(cnt->reason, sizeof cnt->reason, "%s%s, %s%s, %.6f MHz from %s",
+      tkc_fmt(cost, sizeof cost, "%.1f ns per read", ev->counter_read_ns);
+    tkc_fmt(cnt->reason, sizeof cnt->reason, "%s%s, %s%s, %.6f MHz from %s",
                    d->forced ? "forced; " : "", basis, cost,
                    vdso_tsc ? " (the vDSO reads the TSC too: cannot show a trap)" : "",
                    out->hz / 1e6, fc->name);
   }
-  tickclock__strlcpy(d->sys->reason, "not needed: the hardware counter is trusted and cheaper",
+  tkc_strlcpy(d->sys->reason, "not needed: the hardware counter is trusted and cheaper",
                      sizeof d->sys->reason);
-  tickclock__fmt(out->why, sizeof out->why, "%s: %s", d->cname, cnt->reason);
+  tkc_fmt(out->why, sizeof out->why, "%s: %s", d->cname, cnt->reason);
 }
 
 /* 5b. record the OS clock as the choice */
-static void tickclock__record_system(const tickclock_evidence *ev, tickclock_info *out,
-                                     tickclock__choice *d) {
+static void tkc_record_system(const tickclock_evidence *ev, tickclock_info *out,
+                                     tkc_choice *d) {
   tickclock_candidate *cnt = d->cnt, *sys = d->sys;
-  tickclock__fill_system(ev, out);
+  tkc_fill_system(ev, out);
   sys->chosen = 1;
   if (cnt) {
-    cnt->usable = d->executable && d->trusted == TICKCLOCK__TRUST_YES;
+    cnt->usable = d->executable && d->trusted == TKC_TRUST_YES;
     if (cnt->usable)
-      tickclock__fmt(cnt->reason, sizeof cnt->reason, "usable, but %s was forced by %s",
-                     sys->name, tickclock__forced_by(d->forced));
+      tkc_fmt(cnt->reason, sizeof cnt->reason, "usable, but %s was forced by %s",
+                     sys->name, tkc_forced_by(d->forced));
     else
-      tickclock__strlcpy(cnt->reason, d->executable ? d->trust_why : d->exec_why,
+      tkc_strlcpy(cnt->reason, d->executable ? d->trust_why : d->exec_why,
                          sizeof cnt->reason);
   }
   if (d->forced)
-    tickclock__fmt(out->why, sizeof out->why, "%s: forced by %s", sys->name,
-                   tickclock__forced_by(d->forced));
+    tkc_fmt(out->why, sizeof out->why, "%s: forced by %s", sys->name,
+                   tkc_forced_by(d->forced));
   else if (cnt)
-    tickclock__fmt(out->why, sizeof out->why, "%s: %s refused: %s", sys->name, d->cname,
+    tkc_fmt(out->why, sizeof out->why, "%s: %s refused: %s", sys->name, d->cname,
                    cnt->reason);
   else
-    tickclock__fmt(out->why, sizeof out->why, "%s: %s", sys->name,
+    tkc_fmt(out->why, sizeof out->why, "%s: %s", sys->name,
                    d->exec_why[0] ? d->exec_why : "no counter");
 }
 
 int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
-  tickclock__choice d;
+  tkc_choice d;
   memset(&d, 0, sizeof d);
   d.requested = TICKCLOCK_SOURCE_AUTO;
   d.forced = TICKCLOCK_FORCED_NO;
-  d.trusted = TICKCLOCK__TRUST_NO;
+  d.trusted = TKC_TRUST_NO;
   d.cname = tickclock_source_name(ev->arch_counter);
   memset(out, 0, sizeof *out);
 
-  tickclock__step_request(ev, out, &d);
-  tickclock__step_candidates(ev, out, &d);
-  tickclock__step_choose(ev, out, &d);
-  if (tickclock__step_frequency(ev, out, &d)) return 1;
+  tkc_step_request(ev, out, &d);
+  tkc_step_candidates(ev, out, &d);
+  tkc_step_choose(ev, out, &d);
+  if (tkc_step_frequency(ev, out, &d)) return 1;
   out->forced = d.forced; /* 5. record */
   if (d.use_counter && d.fc != NULL)
-    tickclock__record_counter(ev, out, &d);
+    tkc_record_counter(ev, out, &d);
   else
-    tickclock__record_system(ev, out, &d);
+    tkc_record_system(ev, out, &d);
   out->source_name = tickclock_source_name(out->source);
   out->freq_method_name = tickclock_freq_method_name(out->freq_method);
   return 0;

@@ -15,29 +15,29 @@ extern "C" {
  * Returns 1 if the decision needs a calibration of the arch counter that
  * the evidence does not yet hold (the caller calibrates and decides again),
  * 0 when final. */
-TICKCLOCK__INTERNAL int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out);
+TKC_INTERNAL int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out);
 
 /* ---- the trust policy (trust.c) ---- */
 /* Can the arch counter be read without trapping? (pure; reason in why) */
-TICKCLOCK__INTERNAL int tickclock__counter_executable(const tickclock_evidence *ev, char *why, size_t n);
+TKC_INTERNAL int tkc_counter_executable(const tickclock_evidence *ev, char *why, size_t n);
 /* Trust verdicts for automatic use of an executable counter. */
-#define TICKCLOCK__TRUST_NO 0
-#define TICKCLOCK__TRUST_YES 1
-#define TICKCLOCK__TRUST_IF_HV_AGREES 2 /* paravirt clock: needs the hypervisor leaf to agree */
-/* Policy steps 2-4 for the executable counter: a TICKCLOCK__TRUST_*
+#define TKC_TRUST_NO 0
+#define TKC_TRUST_YES 1
+#define TKC_TRUST_IF_HV_AGREES 2 /* paravirt clock: needs the hypervisor leaf to agree */
+/* Policy steps 2-4 for the executable counter: a TKC_TRUST_*
  * verdict, the reason in why when it is not TRUST_YES. */
-TICKCLOCK__INTERNAL int tickclock__counter_trusted(const tickclock_evidence *ev, char *why, size_t n);
+TKC_INTERNAL int tkc_counter_trusted(const tickclock_evidence *ev, char *why, size_t n);
 /* Is cs a paravirtual clocksource (kvm-clock, Hyper-V's, Xen's)? */
-TICKCLOCK__INTERNAL int tickclock__is_paravirt_clock(const char *cs);
+TKC_INTERNAL int tkc_is_paravirt_clock(const char *cs);
 
 /* ---- frequency-source selection (freq_select.c) ---- */
 /* Every frequency source for the arch counter into out->freqs: the ones
  * found, and the ones that were not, with the reason. */
-TICKCLOCK__INTERNAL void tickclock__collect_freqs(const tickclock_evidence *ev, tickclock_info *out);
+TKC_INTERNAL void tkc_collect_freqs(const tickclock_evidence *ev, tickclock_info *out);
 /* Cross-checks every source against calibration; the pairwise matrix. */
-TICKCLOCK__INTERNAL void tickclock__check_freqs(const tickclock_evidence *ev, tickclock_info *out);
+TKC_INTERNAL void tkc_check_freqs(const tickclock_evidence *ev, tickclock_info *out);
 /* The preferred usable source by rank, or NULL. */
-TICKCLOCK__INTERNAL tickclock_freq_candidate *tickclock__pick_freq(const tickclock_evidence *ev,
+TKC_INTERNAL tickclock_freq_candidate *tkc_pick_freq(const tickclock_evidence *ev,
                                                                    tickclock_info *out);
 
 #ifdef __cplusplus

@@ -55,8 +55,8 @@ typedef struct tickclock_evidence {
 } tickclock_evidence;
 
 /* Impure gathering, through the platform. */
-TICKCLOCK__INTERNAL void tickclock__gather(const tickclock_config *cfg, tickclock_evidence *ev);
-TICKCLOCK__INTERNAL double tickclock__measure_read_ns(uint64_t (*rd)(void)); /* min over batches */
+TKC_INTERNAL void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev);
+TKC_INTERNAL double tkc_measure_read_ns(uint64_t (*rd)(void)); /* min over batches */
 
 #ifdef __cplusplus
 } /* extern "C" */

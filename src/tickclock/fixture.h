@@ -33,16 +33,16 @@ typedef struct tickclock_fixture {
 
 /* Test and tool entry points: in the single header only with
  * TICKCLOCK_TEST_API (the vendored implementation leaves them out). */
-#if !defined(TICKCLOCK__SINGLE_HEADER) || defined(TICKCLOCK_TEST_API)
+#if !defined(TKC_SINGLE_HEADER) || defined(TICKCLOCK_TEST_API)
 /* Parses len bytes of buf. Returns 0 on success; on error returns the
  * 1-based line number and writes "NAME:LINE: what" into err. */
-TICKCLOCK__INTERNAL unsigned tickclock_fixture_parse(const char *buf, size_t len, const char *name,
+TKC_INTERNAL unsigned tickclock_fixture_parse(const char *buf, size_t len, const char *name,
                                  tickclock_fixture *out, char *err, size_t errlen);
 /* A tickclock_cpuid_fn over a parsed fixture (ctx = the fixture). */
-TICKCLOCK__INTERNAL int tickclock_fixture_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf,
+TKC_INTERNAL int tickclock_fixture_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf,
                             tickclock_cpuid_regs *out);
 /* The value of "# key: value", or NULL. */
-TICKCLOCK__INTERNAL const char *tickclock_fixture_meta_get(const tickclock_fixture *fx, const char *key);
+TKC_INTERNAL const char *tickclock_fixture_meta_get(const tickclock_fixture *fx, const char *key);
 #endif
 
 /* Evidence replayed from a fixture: the decoded leaves, and from its
@@ -51,8 +51,8 @@ TICKCLOCK__INTERNAL const char *tickclock_fixture_meta_get(const tickclock_fixtu
  * "# perf.time_mult:", "# perf.time_shift:" (cap_user_time set when both
  * are given), "# cpu_packages:", "# warp_check: pass|fail",
  * "# warp_max_ns:". Without a clocksource the Linux checks are off. */
-#if !defined(TICKCLOCK__SINGLE_HEADER) || defined(TICKCLOCK_TEST_API) /* test-only, as above */
-TICKCLOCK__INTERNAL void tickclock_fixture_evidence(const tickclock_fixture *fx, tickclock_evidence *ev);
+#if !defined(TKC_SINGLE_HEADER) || defined(TICKCLOCK_TEST_API) /* test-only, as above */
+TKC_INTERNAL void tickclock_fixture_evidence(const tickclock_fixture *fx, tickclock_evidence *ev);
 #endif
 
 #ifdef __cplusplus

@@ -23,10 +23,10 @@ typedef struct tickclock_freq {
 } tickclock_freq;
 
 /* num/den reduced by their gcd; den 0 leaves them untouched. */
-TICKCLOCK__INTERNAL void tickclock__reduce(uint64_t *num, uint64_t *den);
+TKC_INTERNAL void tkc_reduce(uint64_t *num, uint64_t *den);
 /* Signed disagreement of a against b in ppm: (a/b - 1) * 1e6. */
-TICKCLOCK__INTERNAL double tickclock__ppm(uint64_t a_num, uint64_t a_den, uint64_t b_num, uint64_t b_den);
-TICKCLOCK__INTERNAL void tickclock__ratio_hz(uint64_t ticks, uint64_t ns, uint64_t *num, uint64_t *den);
+TKC_INTERNAL double tkc_ppm(uint64_t a_num, uint64_t a_den, uint64_t b_num, uint64_t b_den);
+TKC_INTERNAL void tkc_ratio_hz(uint64_t ticks, uint64_t ns, uint64_t *num, uint64_t *den);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -2,8 +2,8 @@
  *
  * States. Every decision is published as a new, immutable tickclock_info
  * (static slots first, then allocations that are never freed), its address
- * stored with release ordering in tickclock__g_state, then the hot path's
- * token in tickclock__g_source. Readers load with acquire and never see a
+ * stored with release ordering in tkc_g_state, then the hot path's
+ * token in tkc_g_source. Readers load with acquire and never see a
  * half-written state, and a state a reader holds is never written again.
  *
  * One tick unit per process (the cyc2ns pattern). The first state fixes
@@ -29,52 +29,52 @@
 #include <string.h>
 
 #if !defined(TICKCLOCK_STATIC) /* TICKCLOCK_STATIC: tickclock.h defines them */
-TICKCLOCK__SHARED int tickclock__g_source = 0;
-const tickclock_info *TICKCLOCK__SHARED tickclock__g_state = NULL;
+TKC_SHARED int tkc_g_source = 0;
+const tickclock_info *TKC_SHARED tkc_g_state = NULL;
 /* Unit tick at which tickclock_to_ns runs the periodic re-validation. */
-TICKCLOCK__SHARED uint64_t tickclock__g_reval_deadline = UINT64_MAX;
+TKC_SHARED uint64_t tkc_g_reval_deadline = UINT64_MAX;
 #endif
 
 /* ---- states (all below: lock held) ------------------------------------ */
-#define TICKCLOCK__STATIC_SLOTS 8
-static tickclock_info tickclock__slots[TICKCLOCK__STATIC_SLOTS];
-static unsigned tickclock__slots_used = 0;
-static unsigned tickclock__generation = 0;
+#define TKC_STATIC_SLOTS 8
+static tickclock_info tkc_slots[TKC_STATIC_SLOTS];
+static unsigned tkc_slots_used = 0;
+static unsigned tkc_generation = 0;
 /* Held in reserve while a counter state is published: the switch away
  * from the counter must always find a slot. */
-static tickclock_info *tickclock__spare = NULL;
-static int tickclock__env_reported = 0;
+static tickclock_info *tkc_spare = NULL;
+static int tkc_env_reported = 0;
 
-static tickclock_info *tickclock__new_slot(void) {
-  if (tickclock__slots_used < TICKCLOCK__STATIC_SLOTS)
-    return &tickclock__slots[tickclock__slots_used++];
+static tickclock_info *tkc_new_slot(void) {
+  if (tkc_slots_used < TKC_STATIC_SLOTS)
+    return &tkc_slots[tkc_slots_used++];
   /* never freed: a reader may hold it for the life of the process */
   return (tickclock_info *)calloc(1, sizeof(tickclock_info));
 }
 
 /* Every field given: the two "never" deadlines are not zero. */
-TICKCLOCK__BOOK_LINKAGE tickclock__book tickclock__bk = {
+TKC_BOOK_LINKAGE tkc_book tkc_bk = {
     0, UINT64_MAX, 0, {0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0}, 0, UINT64_MAX, 0,
     {0, 0, 0},      {0, 0, 0}, 0,          0, {0}};
 
-int tickclock__reads_counter(const tickclock_info *s) {
+int tkc_reads_counter(const tickclock_info *s) {
   return s->read_path == TICKCLOCK_READ_COUNTER || s->read_path == TICKCLOCK_READ_COUNTER_MAPPED;
 }
 
 /* A source reading -> unit ticks under s (never below base_ticks). */
-uint64_t tickclock__map(const tickclock_info *s, uint64_t r) {
+uint64_t tkc_map(const tickclock_info *s, uint64_t r) {
   uint64_t d = r >= s->src_base ? r - s->src_base : 0, ns;
   if (s->src_is_unit) return s->base_ticks + d;
   ns = tickclock_conv_ticks_to_ns(&s->src_conv, d);
   return s->base_ticks + (s->scaled ? tickclock_conv_ns_to_ticks(&s->conv, ns) : ns);
 }
 
-uint64_t tickclock__max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+uint64_t tkc_max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
-uint64_t tickclock__ns_before(const tickclock_info *s, uint64_t ticks) {
+uint64_t tkc_ns_before(const tickclock_info *s, uint64_t ticks) {
   uint64_t ns;
   while (ticks < s->base_ticks && s->prev != NULL) s = s->prev;
-  if (ticks >= s->base_ticks) return tickclock__ns_in(s, ticks);
+  if (ticks >= s->base_ticks) return tkc_ns_in(s, ticks);
   ns = tickclock_conv_ticks_to_ns(&s->conv, s->base_ticks - ticks); /* before the first base */
   return ns > s->base_ns ? 0 : s->base_ns - ns;
 }
@@ -85,53 +85,53 @@ uint64_t tickclock__ns_before(const tickclock_info *s, uint64_t ticks) {
  * bound also extrapolates from the last conclusive sample at the
  * frequency's uncertainty plus the drift allowance (all of it without
  * touching the counter when it cannot be read). */
-static uint64_t tickclock__now_bound(const tickclock_info *old, int trust) {
-  uint64_t t = tickclock__bk.max_seen;
-  if (!tickclock__reads_counter(old))
-    return tickclock__max_u64(t, tickclock__map(old, tickclock__p_os_ns()));
-  if (trust != TICKCLOCK__NO_READ)
-    t = tickclock__max_u64(t, tickclock__map(old, tickclock__p_counter_ordered()));
-  if (trust != TICKCLOCK__TRUST && tickclock__bk.chk_on) {
-    uint64_t raw = tickclock__p_raw_ns();
-    uint64_t dt = raw > tickclock__bk.chk_prev.ns ? raw - tickclock__bk.chk_prev.ns : 0;
+static uint64_t tkc_now_bound(const tickclock_info *old, int trust) {
+  uint64_t t = tkc_bk.max_seen;
+  if (!tkc_reads_counter(old))
+    return tkc_max_u64(t, tkc_map(old, tkc_p_os_ns()));
+  if (trust != TKC_NO_READ)
+    t = tkc_max_u64(t, tkc_map(old, tkc_p_counter_ordered()));
+  if (trust != TKC_TRUST && tkc_bk.chk_on) {
+    uint64_t raw = tkc_p_raw_ns();
+    uint64_t dt = raw > tkc_bk.chk_prev.ns ? raw - tkc_bk.chk_prev.ns : 0;
     double slack = (double)dt * (TICKCLOCK_REVALIDATE_DRIFT_PPM + old->uncertainty_ppm) * 1e-6 +
                    TICKCLOCK_REVALIDATE_DRIFT_ABS_NS;
-    uint64_t c = tickclock__bk.chk_prev.mid + tickclock__bk.chk_prev.width / 2 +
+    uint64_t c = tkc_bk.chk_prev.mid + tkc_bk.chk_prev.width / 2 +
                  tickclock_conv_ns_to_ticks(&old->src_conv, dt + (uint64_t)slack);
-    t = tickclock__max_u64(t, tickclock__map(old, c));
+    t = tkc_max_u64(t, tkc_map(old, c));
   }
   return t;
 }
 
 /* The unit tick ns after from under s (saturating below UINT64_MAX). */
-uint64_t tickclock__after(const tickclock_info *s, uint64_t from, uint64_t ns) {
+uint64_t tkc_after(const tickclock_info *s, uint64_t from, uint64_t ns) {
   uint64_t d = from + (s->scaled ? tickclock_conv_ns_to_ticks(&s->conv, ns) : ns);
   return (d < from || d == UINT64_MAX) ? UINT64_MAX - 1 : d;
 }
 
 /* The deadline the inline conversions compare with: the earlier of the
  * next periodic check and the next refinement. */
-void tickclock__store_deadline(void) {
-  uint64_t d = tickclock__bk.chk_on ? tickclock__bk.reval_at : UINT64_MAX;
-  if (tickclock__bk.chk_on && tickclock__bk.refine_on && tickclock__bk.refine_at < d)
-    d = tickclock__bk.refine_at;
-  TICKCLOCK__STORE_RELEASE(&tickclock__g_reval_deadline, d);
+void tkc_store_deadline(void) {
+  uint64_t d = tkc_bk.chk_on ? tkc_bk.reval_at : UINT64_MAX;
+  if (tkc_bk.chk_on && tkc_bk.refine_on && tkc_bk.refine_at < d)
+    d = tkc_bk.refine_at;
+  TKC_STORE_RELEASE(&tkc_g_reval_deadline, d);
 }
 
 /* The next periodic check a period after now_unit (off unless the state
  * reads the counter and a period is set), then the deadline. */
-void tickclock__arm_deadline(const tickclock_info *s, uint64_t now_unit) {
-  tickclock__bk.reval_at = UINT64_MAX;
-  if (tickclock__bk.chk_on && tickclock__bk.reval_ms != 0)
-    tickclock__bk.reval_at =
-        tickclock__after(s, now_unit, (uint64_t)tickclock__bk.reval_ms * UINT64_C(1000000));
-  tickclock__store_deadline();
+void tkc_arm_deadline(const tickclock_info *s, uint64_t now_unit) {
+  tkc_bk.reval_at = UINT64_MAX;
+  if (tkc_bk.chk_on && tkc_bk.reval_ms != 0)
+    tkc_bk.reval_at =
+        tkc_after(s, now_unit, (uint64_t)tkc_bk.reval_ms * UINT64_C(1000000));
+  tkc_store_deadline();
 }
 
-uint64_t tickclock__read_counter_ordered(void) { return tickclock__p_counter_ordered(); }
+uint64_t tkc_read_counter_ordered(void) { return tkc_p_counter_ordered(); }
 
-static void tickclock__continue(const tickclock_info *old, tickclock_info *st, int trust);
-static void tickclock__note_path(tickclock_info *st);
+static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trust);
+static void tkc_note_path(tickclock_info *st);
 
 /* Publishes the decision st as the continuation of old (trust: how far
  * old's counter may be read). Takes a slot (the spare when asked), keeps a
@@ -139,57 +139,57 @@ static void tickclock__note_path(tickclock_info *st);
  * anchor, then fixes the base last, right before the state becomes
  * visible, so the window in which a reader can pair a newer tick with the
  * older state stays a few nanoseconds. */
-int tickclock__publish(const tickclock_info *st, const tickclock_info *old, int trust,
+int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
                               int use_spare, const tickclock_evidence *ev) {
   tickclock_info *slot;
-  tickclock__bracket anchor;
-  int counter = TICKCLOCK__COUNTER != 0 && st->source == TICKCLOCK__COUNTER;
-  if (counter && tickclock__spare == NULL) {
-    tickclock__spare = tickclock__new_slot();
-    if (tickclock__spare == NULL) return TICKCLOCK_ENOMEM;
+  tkc_bracket anchor;
+  int counter = TKC_COUNTER != 0 && st->source == TKC_COUNTER;
+  if (counter && tkc_spare == NULL) {
+    tkc_spare = tkc_new_slot();
+    if (tkc_spare == NULL) return TICKCLOCK_ENOMEM;
   }
-  if (use_spare && tickclock__spare != NULL && !counter) {
-    slot = tickclock__spare;
-    tickclock__spare = NULL;
+  if (use_spare && tkc_spare != NULL && !counter) {
+    slot = tkc_spare;
+    tkc_spare = NULL;
   } else {
-    slot = tickclock__new_slot();
+    slot = tkc_new_slot();
   }
   if (slot == NULL) return TICKCLOCK_ENOMEM; /* the spare stays reserved */
   memcpy(slot, st, sizeof *slot);
-  slot->generation = ++tickclock__generation;
+  slot->generation = ++tkc_generation;
   anchor.width = UINT64_MAX;
   anchor.mid = anchor.ns = 0;
-  if (counter) anchor = tickclock__tightest_bracket(tickclock__read_counter_ordered);
-  tickclock__continue(old, slot, trust); /* may extrapolate from the old samples */
-  tickclock__note_path(slot);
-  tickclock__bk.chk_anchor = tickclock__bk.chk_prev = anchor;
-  tickclock__bk.chk_on = anchor.width != UINT64_MAX;
+  if (counter) anchor = tkc_tightest_bracket(tkc_read_counter_ordered);
+  tkc_continue(old, slot, trust); /* may extrapolate from the old samples */
+  tkc_note_path(slot);
+  tkc_bk.chk_anchor = tkc_bk.chk_prev = anchor;
+  tkc_bk.chk_on = anchor.width != UINT64_MAX;
   if (counter && ev != NULL) {
-    tickclock__bk.cs_known = ev->clocksource_known;
-    tickclock__strlcpy(tickclock__bk.cs, ev->clocksource, sizeof tickclock__bk.cs);
+    tkc_bk.cs_known = ev->clocksource_known;
+    tkc_strlcpy(tkc_bk.cs, ev->clocksource, sizeof tkc_bk.cs);
   }
-  if (!counter || !tickclock__bk.chk_on) tickclock__bk.refine_on = 0;
-  if (tickclock__bk.refine_on)
-    tickclock__bk.refine_at = tickclock__after(
-        slot, tickclock__map(slot, anchor.mid),
-        tickclock__bk.refine_at_ns > anchor.ns ? tickclock__bk.refine_at_ns - anchor.ns : 0);
-  if (old != NULL) tickclock__bk.max_seen = tickclock__max_u64(tickclock__bk.max_seen, slot->base_ticks);
-  if (tickclock__bk.chk_on)
-    tickclock__bk.max_seen = tickclock__max_u64(
-        tickclock__bk.max_seen, tickclock__map(slot, tickclock__bk.chk_anchor.mid + tickclock__bk.chk_anchor.width / 2));
-  tickclock__arm_deadline(slot, tickclock__bk.max_seen);
-  TICKCLOCK__STORE_RELEASE(&tickclock__g_state, (const tickclock_info *)slot);
-  TICKCLOCK__STORE_RELEASE(&tickclock__g_source, slot->read_path == TICKCLOCK_READ_COUNTER
-                                                     ? (int)TICKCLOCK__COUNTER
+  if (!counter || !tkc_bk.chk_on) tkc_bk.refine_on = 0;
+  if (tkc_bk.refine_on)
+    tkc_bk.refine_at = tkc_after(
+        slot, tkc_map(slot, anchor.mid),
+        tkc_bk.refine_at_ns > anchor.ns ? tkc_bk.refine_at_ns - anchor.ns : 0);
+  if (old != NULL) tkc_bk.max_seen = tkc_max_u64(tkc_bk.max_seen, slot->base_ticks);
+  if (tkc_bk.chk_on)
+    tkc_bk.max_seen = tkc_max_u64(
+        tkc_bk.max_seen, tkc_map(slot, tkc_bk.chk_anchor.mid + tkc_bk.chk_anchor.width / 2));
+  tkc_arm_deadline(slot, tkc_bk.max_seen);
+  TKC_STORE_RELEASE(&tkc_g_state, (const tickclock_info *)slot);
+  TKC_STORE_RELEASE(&tkc_g_source, slot->read_path == TICKCLOCK_READ_COUNTER
+                                                     ? (int)TKC_COUNTER
                                                      : (int)TICKCLOCK_SOURCE_SYSTEM);
   return TICKCLOCK_OK;
 }
 
 /* Fills the unit fields of st, a fresh decision, so that it continues old
  * (NULL for the first state). */
-static void tickclock__continue(const tickclock_info *old, tickclock_info *st, int trust) {
-  int counter = TICKCLOCK__COUNTER != 0 && st->source == TICKCLOCK__COUNTER;
-  int os_path = tickclock__os_syscall_on() ? TICKCLOCK_READ_OS_SYSCALL
+static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trust) {
+  int counter = TKC_COUNTER != 0 && st->source == TKC_COUNTER;
+  int os_path = tkc_os_syscall_on() ? TICKCLOCK_READ_OS_SYSCALL
                                                                   : TICKCLOCK_READ_OS;
   uint64_t t;
   st->src_conv = st->conv;
@@ -207,24 +207,24 @@ static void tickclock__continue(const tickclock_info *old, tickclock_info *st, i
   st->src_is_unit = st->source == old->unit_source;
   if (counter && st->src_is_unit && old->read_path == TICKCLOCK_READ_COUNTER) {
     /* the same raw counter: only the frequency may change */
-    t = tickclock__now_bound(old, TICKCLOCK__TRUST);
+    t = tkc_now_bound(old, TKC_TRUST);
     st->read_path = TICKCLOCK_READ_COUNTER;
     st->src_base = t; /* readings are the raw counter: map() is the identity */
     st->base_ticks = t;
-    st->base_ns = tickclock__ns_in(old, t);
+    st->base_ns = tkc_ns_in(old, t);
     return;
   }
   /* the new source first, then the bound: readings start at or above it */
-  st->src_base = counter ? tickclock__p_counter_ordered() : tickclock__p_os_ns();
-  t = tickclock__now_bound(old, trust);
+  st->src_base = counter ? tkc_p_counter_ordered() : tkc_p_os_ns();
+  t = tkc_now_bound(old, trust);
   st->base_ticks = t;
-  st->base_ns = tickclock__ns_in(old, t);
+  st->base_ns = tkc_ns_in(old, t);
   st->read_path = counter ? TICKCLOCK_READ_COUNTER_MAPPED : os_path;
   if (!st->src_is_unit) st->conv = old->conv; /* the unit keeps its frequency */
 }
 
 /* Says in the state how it reads when that is not the plain choice. */
-static void tickclock__note_path(tickclock_info *st) {
+static void tkc_note_path(tickclock_info *st) {
   size_t len = strlen(st->why);
   const char *note = NULL;
   if (st->read_path == TICKCLOCK_READ_OS_SYSCALL)
@@ -232,58 +232,58 @@ static void tickclock__note_path(tickclock_info *st) {
   else if (!st->src_is_unit)
     note = "; readings mapped into the process's first tick unit";
   if (note != NULL && len + 1 < sizeof st->why)
-    tickclock__strlcpy(st->why + len, note, sizeof st->why - len);
+    tkc_strlcpy(st->why + len, note, sizeof st->why - len);
 }
 
-static tickclock_info tickclock__fresh; /* under the lock; too big for small stacks */
+static tickclock_info tkc_fresh; /* under the lock; too big for small stacks */
 
-static int tickclock__build_and_publish(const tickclock_config *cfg) {
+static int tkc_build_and_publish(const tickclock_config *cfg) {
   tickclock_evidence ev;
-  const tickclock_info *old = TICKCLOCK__LOAD_ACQUIRE(&tickclock__g_state);
-  tickclock_info *fresh = &tickclock__fresh;
+  const tickclock_info *old = TKC_LOAD_ACQUIRE(&tkc_g_state);
+  tickclock_info *fresh = &tkc_fresh;
   int rc;
-  tickclock__gather(cfg, &ev);
+  tkc_gather(cfg, &ev);
   if (tickclock_decide(&ev, fresh)) {
-#if defined(TICKCLOCK__ARCH_COUNTER)
-    tickclock__calibrate(tickclock__read_counter_ordered, cfg ? cfg->calibration_ms : 0, &ev.cal);
+#if defined(TKC_ARCH_COUNTER)
+    tkc_calibrate(tkc_read_counter_ordered, cfg ? cfg->calibration_ms : 0, &ev.cal);
 #else
     ev.cal.ns = 1; /* attempted: nothing to calibrate */
 #endif
     tickclock_decide(&ev, fresh);
   }
-  if (fresh->env_error[0] && !tickclock__env_reported) {
-    tickclock__env_reported = 1;
+  if (fresh->env_error[0] && !tkc_env_reported) {
+    tkc_env_reported = 1;
     fprintf(stderr, "tickclock: %s\n", fresh->env_error);
   }
   fresh->baseline_ns = ev.cal.ok ? ev.cal.ns : 0;
   /* a quick calibration that was chosen gets refined; one of a length the
    * caller asked for (calibration_ms) stays as it is */
-  tickclock__bk.refine_on = fresh->freq_method == TICKCLOCK_FREQ_CALIBRATED && ev.cal.ok &&
+  tkc_bk.refine_on = fresh->freq_method == TICKCLOCK_FREQ_CALIBRATED && ev.cal.ok &&
                          (cfg == NULL || cfg->calibration_ms == 0) &&
-                         ev.cal.ns < TICKCLOCK__REFINE_UNTIL_NS;
-  if (tickclock__bk.refine_on) {
-    tickclock__bk.cal_first = ev.cal;
-    tickclock__bk.refine_at_ns = ev.cal.start_ns + 4 * ev.cal.ns;
+                         ev.cal.ns < TKC_REFINE_UNTIL_NS;
+  if (tkc_bk.refine_on) {
+    tkc_bk.cal_first = ev.cal;
+    tkc_bk.refine_at_ns = ev.cal.start_ns + 4 * ev.cal.ns;
   }
-  rc = tickclock__publish(fresh, old,
-                          ev.tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV ? TICKCLOCK__NO_READ
-                                                                  : TICKCLOCK__TRUST,
+  rc = tkc_publish(fresh, old,
+                          ev.tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV ? TKC_NO_READ
+                                                                  : TKC_TRUST,
                           0, &ev);
   if (rc != TICKCLOCK_OK) return rc;
   return fresh->request_refused ? TICKCLOCK_EUNAVAILABLE : TICKCLOCK_OK;
 }
 
 /* The first state, or NULL when this thread re-entered the lock. */
-const tickclock_info *tickclock__first_state(void) {
+const tickclock_info *tkc_first_state(void) {
   const tickclock_info *s;
-  tickclock__ensure_atfork();
-  if (!tickclock__lock()) return NULL;
-  s = TICKCLOCK__LOAD_ACQUIRE(&tickclock__g_state);
+  tkc_ensure_atfork();
+  if (!tkc_lock()) return NULL;
+  s = TKC_LOAD_ACQUIRE(&tkc_g_state);
   if (s == NULL) {
-    (void)tickclock__build_and_publish(NULL);
-    s = TICKCLOCK__LOAD_ACQUIRE(&tickclock__g_state);
+    (void)tkc_build_and_publish(NULL);
+    s = TKC_LOAD_ACQUIRE(&tkc_g_state);
   }
-  tickclock__unlock();
+  tkc_unlock();
   return s;
 }
 
@@ -293,73 +293,73 @@ int tickclock_init(const tickclock_config *cfg) {
     if (cfg->source < 0 || cfg->source >= TICKCLOCK_SOURCE_COUNT_) return TICKCLOCK_EINVAL;
     if (cfg->calibration_ms > 1000 || cfg->flags != 0) return TICKCLOCK_EINVAL;
   }
-  tickclock__ensure_atfork();
-  if (!tickclock__lock()) return TICKCLOCK_EBUSY;
-  rc = tickclock__build_and_publish(cfg);
-  tickclock__unlock();
+  tkc_ensure_atfork();
+  if (!tkc_lock()) return TICKCLOCK_EBUSY;
+  rc = tkc_build_and_publish(cfg);
+  tkc_unlock();
   return rc;
 }
 
-/* Tests only (through tickclock__set_platform): forget every published
+/* Tests only (through tkc_set_platform): forget every published
  * state, so the next initialisation is a first one in a fresh world. The
  * old states stay allocated: a test may still hold them. */
-#if !defined(TICKCLOCK__SINGLE_HEADER) || defined(TICKCLOCK_TEST_API) /* test-only entry */
-void tickclock__set_platform(const tickclock_platform *p) {
-  tickclock__platform_install(p);
-  tickclock__reset_world();
+#if !defined(TKC_SINGLE_HEADER) || defined(TICKCLOCK_TEST_API) /* test-only entry */
+void tkc_set_platform(const tickclock_platform *p) {
+  tkc_platform_install(p);
+  tkc_reset_world();
 }
 #endif
 
-void tickclock__reset_world(void) {
-  TICKCLOCK__STORE_RELEASE(&tickclock__g_source, 0);
-  TICKCLOCK__STORE_RELEASE(&tickclock__g_state, (const tickclock_info *)NULL);
-  TICKCLOCK__STORE_RELEASE(&tickclock__g_reval_deadline, UINT64_MAX);
-  tickclock__bk.chk_on = 0;
-  tickclock__bk.max_seen = 0;
-  tickclock__bk.reval_ms = 0;
-  tickclock__bk.reval_at = UINT64_MAX;
-  tickclock__bk.refine_on = 0;
-  tickclock__bk.refine_at = UINT64_MAX;
+void tkc_reset_world(void) {
+  TKC_STORE_RELEASE(&tkc_g_source, 0);
+  TKC_STORE_RELEASE(&tkc_g_state, (const tickclock_info *)NULL);
+  TKC_STORE_RELEASE(&tkc_g_reval_deadline, UINT64_MAX);
+  tkc_bk.chk_on = 0;
+  tkc_bk.max_seen = 0;
+  tkc_bk.reval_ms = 0;
+  tkc_bk.reval_at = UINT64_MAX;
+  tkc_bk.refine_on = 0;
+  tkc_bk.refine_at = UINT64_MAX;
 }
 
 /* Handed to a signal handler that interrupted the first initialisation in
  * its own thread: all zero, so ticks are nanoseconds (scaled == 0). */
-static tickclock_info tickclock__reentry_state;
+static tickclock_info tkc_reentry_state;
 
-const tickclock_info *tickclock__state_slow(void) {
-  const tickclock_info *s = TICKCLOCK__LOAD_ACQUIRE(&tickclock__g_state);
+const tickclock_info *tkc_state_slow(void) {
+  const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
   if (s != NULL) return s;
-  s = tickclock__first_state();
-  return s != NULL ? s : &tickclock__reentry_state;
+  s = tkc_first_state();
+  return s != NULL ? s : &tkc_reentry_state;
 }
 
-const tickclock_info *tickclock_info_get(void) { return tickclock__state(); }
+const tickclock_info *tickclock_info_get(void) { return tkc_state(); }
 
 /* The out-of-line read: any state, any path. Async-signal-safe once a
  * state is published (a load, a clock read, integer arithmetic). */
-static uint64_t tickclock__read(int ordered) {
+static uint64_t tkc_read(int ordered) {
   const tickclock_info *s;
   uint64_t r;
-  int src = TICKCLOCK__LOAD_ACQUIRE(&tickclock__g_source);
-  if (TICKCLOCK__UNLIKELY(src == 0) && tickclock__state_slow() == &tickclock__reentry_state)
-    return tickclock__os_now(); /* re-entered during the first initialisation */
-  s = TICKCLOCK__LOAD_ACQUIRE(&tickclock__g_state); /* at least as new as the source */
+  int src = TKC_LOAD_ACQUIRE(&tkc_g_source);
+  if (TKC_UNLIKELY(src == 0) && tkc_state_slow() == &tkc_reentry_state)
+    return tkc_os_now(); /* re-entered during the first initialisation */
+  s = TKC_LOAD_ACQUIRE(&tkc_g_state); /* at least as new as the source */
   (void)ordered;
-#if defined(TICKCLOCK__ARCH_COUNTER)
-  if (tickclock__reads_counter(s)) {
-    r = ordered ? tickclock__arch_read_ordered() : tickclock__arch_read();
+#if defined(TKC_ARCH_COUNTER)
+  if (tkc_reads_counter(s)) {
+    r = ordered ? tkc_arch_read_ordered() : tkc_arch_read();
     if (s->read_path == TICKCLOCK_READ_COUNTER) return r;
-    return tickclock__map(s, r);
+    return tkc_map(s, r);
   }
 #endif
 #if defined(TICKCLOCK_TEST_FAKE_COUNTER)
-  r = tickclock__p_os_ns();
+  r = tkc_p_os_ns();
 #else
-  r = tickclock__os_read();
+  r = tkc_os_read();
 #endif
-  return tickclock__map(s, r);
+  return tkc_map(s, r);
 }
 
-uint64_t tickclock__now_slow(void) { return tickclock__read(0); }
-uint64_t tickclock__now_ordered_slow(void) { return tickclock__read(1); }
+uint64_t tkc_now_slow(void) { return tkc_read(0); }
+uint64_t tkc_now_ordered_slow(void) { return tkc_read(1); }
 

@@ -13,8 +13,9 @@
  *   state.h       <- evidence.h    published states, re-validation bounds
  *
  * Naming: `tickclock_` + a word is public API (tickclock.h,
- * tickclock.hpp). Everything internal carries a second underscore
- * (`tickclock__`, `TICKCLOCK__`) or is declared only in these headers
+ * tickclock.hpp). Everything internal carries the prefix `tkc_` / `TKC_`
+ * (no `__`: such names are reserved in C++) or is declared only in these
+ * headers
  * (`tickclock_x86_*`, `tickclock_fixture_*`, `tickclock_decide`: internal
  * entry points the tests and the probe call); none is part of the API.
  */

@@ -22,11 +22,11 @@
 #endif
 #endif
 
-static TICKCLOCK__SHARED int tickclock__lock_word = 0; /* 0 free, else the owner */
+static TKC_SHARED int tkc_lock_word = 0; /* 0 free, else the owner */
 
 /* The calling thread's id, or 0 where there is none to be had (then a
  * re-entered lock cannot be recognised; Linux and Windows have one). */
-static int tickclock__self(void) {
+static int tkc_self(void) {
 #if defined(_WIN32)
   return (int)GetCurrentThreadId();
 #elif defined(__linux__) && defined(SYS_gettid)
@@ -36,7 +36,7 @@ static int tickclock__self(void) {
 #endif
 }
 
-static void tickclock__backoff(unsigned spins) {
+static void tkc_backoff(unsigned spins) {
 #if defined(_WIN32)
   if (spins < 64) SwitchToThread();
   else Sleep(1);
@@ -54,42 +54,42 @@ static void tickclock__backoff(unsigned spins) {
 
 /* 1: taken. 0: this thread holds it already (a signal handler interrupted
  * the library): the caller must not wait and must not unlock. */
-int tickclock__lock(void) {
-  int me = tickclock__self();
+int tkc_lock(void) {
+  int me = tkc_self();
   unsigned spins = 0;
   for (;;) {
-    if (TICKCLOCK__CAS_INT((int *)&tickclock__lock_word, 0, me ? me : 1)) return 1;
-    if (me != 0 && TICKCLOCK__LOAD_RELAXED(&tickclock__lock_word) == me) return 0;
-    tickclock__backoff(spins++);
+    if (TKC_CAS_INT((int *)&tkc_lock_word, 0, me ? me : 1)) return 1;
+    if (me != 0 && TKC_LOAD_RELAXED(&tkc_lock_word) == me) return 0;
+    tkc_backoff(spins++);
   }
 }
 
-int tickclock__trylock(void) {
-  int me = tickclock__self();
-  return TICKCLOCK__CAS_INT((int *)&tickclock__lock_word, 0, me ? me : 1);
+int tkc_trylock(void) {
+  int me = tkc_self();
+  return TKC_CAS_INT((int *)&tkc_lock_word, 0, me ? me : 1);
 }
 
-void tickclock__unlock(void) { TICKCLOCK__STORE_RELEASE(&tickclock__lock_word, 0); }
+void tkc_unlock(void) { TKC_STORE_RELEASE(&tkc_lock_word, 0); }
 
 #if !defined(_WIN32)
-static int tickclock__fork_took = 0;
-static void tickclock__fork_prepare(void) { tickclock__fork_took = tickclock__lock(); }
-static void tickclock__fork_parent(void) {
-  if (tickclock__fork_took) tickclock__unlock();
+static int tkc_fork_took = 0;
+static void tkc_fork_prepare(void) { tkc_fork_took = tkc_lock(); }
+static void tkc_fork_parent(void) {
+  if (tkc_fork_took) tkc_unlock();
 }
 /* The child has one thread; whoever held the lock in the parent is not in
  * it (or is this thread, interrupted, and will store 0 again). */
-static void tickclock__fork_child(void) { TICKCLOCK__STORE_RELEASE(&tickclock__lock_word, 0); }
-static TICKCLOCK__SHARED int tickclock__atfork_state = 0; /* 0, 1 registering, 2 done */
+static void tkc_fork_child(void) { TKC_STORE_RELEASE(&tkc_lock_word, 0); }
+static TKC_SHARED int tkc_atfork_state = 0; /* 0, 1 registering, 2 done */
 #endif
 
 /* Registered before the lock is first taken, so no fork can copy it held. */
-void tickclock__ensure_atfork(void) {
+void tkc_ensure_atfork(void) {
 #if !defined(_WIN32)
-  if (TICKCLOCK__LOAD_ACQUIRE(&tickclock__atfork_state) == 2) return;
-  if (TICKCLOCK__CAS_INT((int *)&tickclock__atfork_state, 0, 1)) {
-    pthread_atfork(tickclock__fork_prepare, tickclock__fork_parent, tickclock__fork_child);
-    TICKCLOCK__STORE_RELEASE(&tickclock__atfork_state, 2);
+  if (TKC_LOAD_ACQUIRE(&tkc_atfork_state) == 2) return;
+  if (TKC_CAS_INT((int *)&tkc_atfork_state, 0, 1)) {
+    pthread_atfork(tkc_fork_prepare, tkc_fork_parent, tkc_fork_child);
+    TKC_STORE_RELEASE(&tkc_atfork_state, 2);
   }
 #endif
 }

@@ -8,30 +8,30 @@
 #include <string.h>
 
 
-static const char *const tickclock__source_names[TICKCLOCK_SOURCE_COUNT_] = {
+static const char *const tkc_source_names[TICKCLOCK_SOURCE_COUNT_] = {
     "auto", "system", "tsc", "cntvct", "timebase", "tod", "rdtime", "qpc"};
 
-static const char *const tickclock__method_names[TICKCLOCK_FREQ_METHOD_COUNT_] = {
+static const char *const tkc_method_names[TICKCLOCK_FREQ_METHOD_COUNT_] = {
     "none",         "identity", "calibrated", "cpuid_15h", "cpuid_16h",
     "hypervisor",   "perf_page", "arch_register", "os", "config"};
 
 const char *tickclock_source_name(int source) {
   if (source < 0 || source >= TICKCLOCK_SOURCE_COUNT_) return "unknown";
-  return tickclock__source_names[source];
+  return tkc_source_names[source];
 }
 
 const char *tickclock_freq_method_name(int method) {
   if (method < 0 || method >= TICKCLOCK_FREQ_METHOD_COUNT_) return "unknown";
-  return tickclock__method_names[method];
+  return tkc_method_names[method];
 }
 
-void tickclock__source_name_list(char *dst, size_t n) {
+void tkc_source_name_list(char *dst, size_t n) {
   size_t o = 0;
   int i;
   if (n == 0) return;
   dst[0] = '\0';
   for (i = 0; i < TICKCLOCK_SOURCE_COUNT_; i++) {
-    tickclock__fmt(dst + o, n - o, "%s%s", i ? ", " : "", tickclock__source_names[i]);
+    tkc_fmt(dst + o, n - o, "%s%s", i ? ", " : "", tkc_source_names[i]);
     o += strlen(dst + o);
     if (o + 1 >= n) return;
   }
@@ -41,19 +41,19 @@ int tickclock_source_from_name(const char *name) {
   int i;
   if (name == NULL) return -1;
   for (i = 0; i < TICKCLOCK_SOURCE_COUNT_; i++)
-    if (strcmp(name, tickclock__source_names[i]) == 0) return i;
+    if (strcmp(name, tkc_source_names[i]) == 0) return i;
   return -1;
 }
 
 /* snprintf that truncates silently: reasons are best-effort text. */
-void tickclock__fmt(char *dst, size_t n, const char *fmt, ...) {
+void tkc_fmt(char *dst, size_t n, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(dst, n, fmt, ap);
   va_end(ap);
 }
 
-void tickclock__strlcpy(char *dst, const char *src, size_t n) {
+void tkc_strlcpy(char *dst, const char *src, size_t n) {
   size_t len;
   if (n == 0) return;
   len = strlen(src);
@@ -66,7 +66,7 @@ void tickclock__strlcpy(char *dst, const char *src, size_t n) {
  * >= 0x7f become \\, \n, \r, \t or \xHH, so text that came from the user
  * (an environment variable, a file name) prints as one line and cannot
  * drive the terminal. Truncates between escapes, never inside one. */
-void tickclock__escape(char *dst, size_t n, const char *src) {
+void tkc_escape(char *dst, size_t n, const char *src) {
   static const char hex[] = "0123456789abcdef";
   size_t o = 0;
   if (n == 0) return;

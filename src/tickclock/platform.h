@@ -32,12 +32,12 @@ typedef struct tickclock_perf_page {
 
 
 /* ---- the platform: everything the gatherer asks the outside world ------
- * Tests install a fake (tickclock__set_platform) to replay per-CPU offsets,
+ * Tests install a fake (tkc_set_platform) to replay per-CPU offsets,
  * jumps, wrap, clocksource flips, denied syscalls, trapped reads; a NULL
  * member (or no platform at all) means the native one. Only initialisation,
  * calibration and tickclock_revalidate() go through it: the inline read
  * path never does, except in a test-only build of the core compiled with
- * -DTICKCLOCK_TEST_FAKE_COUNTER, where tickclock__arch_read() calls
+ * -DTICKCLOCK_TEST_FAKE_COUNTER, where tkc_arch_read() calls
  * counter(). */
 typedef struct tickclock_platform {
   void *ctx;
@@ -68,57 +68,57 @@ typedef struct tickclock_platform {
 } tickclock_platform;
 
 /* Installs p (NULL: the native platform) and clears the system-call flag
- * (tickclock__os_syscall_on). Tests reach it through
- * tickclock__set_platform (state.h), which also forgets the published
+ * (tkc_os_syscall_on). Tests reach it through
+ * tkc_set_platform (state.h), which also forgets the published
  * state. */
-TICKCLOCK__INTERNAL void tickclock__platform_install(const tickclock_platform *p);
-TICKCLOCK__INTERNAL int tickclock__p_read_line(const char *path, char *buf, size_t n);
-TICKCLOCK__INTERNAL int tickclock__p_prctl_get_tsc(void);
-TICKCLOCK__INTERNAL void tickclock__p_perf_page(tickclock_perf_page *pp);
+TKC_INTERNAL void tkc_platform_install(const tickclock_platform *p);
+TKC_INTERNAL int tkc_p_read_line(const char *path, char *buf, size_t n);
+TKC_INTERNAL int tkc_p_prctl_get_tsc(void);
+TKC_INTERNAL void tkc_p_perf_page(tickclock_perf_page *pp);
 /* A tickclock_cpuid_fn (ctx unused): the installed platform's CPUID. */
-TICKCLOCK__INTERNAL int tickclock__p_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf,
+TKC_INTERNAL int tkc_p_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf,
                                            tickclock_cpuid_regs *out);
-TICKCLOCK__INTERNAL int tickclock__p_find_line(const char *path, const char *prefix, char *buf,
+TKC_INTERNAL int tkc_p_find_line(const char *path, const char *prefix, char *buf,
                                                size_t n);
-TICKCLOCK__INTERNAL size_t tickclock__p_read_bytes(const char *path, void *buf, size_t n);
-TICKCLOCK__INTERNAL uint64_t tickclock__p_counter(void);
-TICKCLOCK__INTERNAL uint64_t tickclock__p_counter_ordered(void);
-TICKCLOCK__INTERNAL uint64_t tickclock__p_raw_ns(void);
-TICKCLOCK__INTERNAL uint64_t tickclock__p_os_ns(void);
-TICKCLOCK__INTERNAL void tickclock__p_sleep_ns(uint64_t ns);
-TICKCLOCK__INTERNAL const char *tickclock__p_getenv(const char *name);
+TKC_INTERNAL size_t tkc_p_read_bytes(const char *path, void *buf, size_t n);
+TKC_INTERNAL uint64_t tkc_p_counter(void);
+TKC_INTERNAL uint64_t tkc_p_counter_ordered(void);
+TKC_INTERNAL uint64_t tkc_p_raw_ns(void);
+TKC_INTERNAL uint64_t tkc_p_os_ns(void);
+TKC_INTERNAL void tkc_p_sleep_ns(uint64_t ns);
+TKC_INTERNAL const char *tkc_p_getenv(const char *name);
 /* ---- the native platform (platform_native.c) ---- */
-TICKCLOCK__INTERNAL int tickclock__native_read_line(const char *path, char *buf, size_t n);
-TICKCLOCK__INTERNAL int tickclock__native_find_line(const char *path, const char *prefix,
+TKC_INTERNAL int tkc_native_read_line(const char *path, char *buf, size_t n);
+TKC_INTERNAL int tkc_native_find_line(const char *path, const char *prefix,
                                                     char *buf, size_t n);
-TICKCLOCK__INTERNAL size_t tickclock__native_read_bytes(const char *path, void *buf, size_t n);
-TICKCLOCK__INTERNAL int tickclock__native_prctl_get_tsc(void);
-TICKCLOCK__INTERNAL void tickclock__native_perf_page(tickclock_perf_page *pp);
+TKC_INTERNAL size_t tkc_native_read_bytes(const char *path, void *buf, size_t n);
+TKC_INTERNAL int tkc_native_prctl_get_tsc(void);
+TKC_INTERNAL void tkc_native_perf_page(tickclock_perf_page *pp);
 
 /* The kernel's clocksource verdict (Linux), read at initialisation, by
  * re-validation and by the probe. */
-#define TICKCLOCK__SYSFS_CURRENT_CLOCKSOURCE \
+#define TKC_SYSFS_CURRENT_CLOCKSOURCE \
   "/sys/devices/system/clocksource/clocksource0/current_clocksource"
-#define TICKCLOCK__SYSFS_AVAILABLE_CLOCKSOURCE \
+#define TKC_SYSFS_AVAILABLE_CLOCKSOURCE \
   "/sys/devices/system/clocksource/clocksource0/available_clocksource"
 
 /* Sticky: set once RDTSC was seen disabled (PR_GET_TSC =
  * PR_TSC_SIGSEGV). From then on every OS clock read in the library is a
  * system call. */
-TICKCLOCK__INTERNAL void tickclock__os_use_syscall(int on); /* 0: tests only */
-TICKCLOCK__INTERNAL int tickclock__os_syscall_on(void);
+TKC_INTERNAL void tkc_os_use_syscall(int on); /* 0: tests only */
+TKC_INTERNAL int tkc_os_syscall_on(void);
 /* The kernel's current clocksource into buf (a file kept open after the
  * first read, so a periodic check allocates nothing); 1 if read. */
-TICKCLOCK__INTERNAL int tickclock__p_clocksource(char *buf, size_t n);
-TICKCLOCK__INTERNAL uint64_t tickclock__os_now(void);      /* CLOCK_MONOTONIC (Windows: QPC) in ns */
+TKC_INTERNAL int tkc_p_clocksource(char *buf, size_t n);
+TKC_INTERNAL uint64_t tkc_os_now(void);      /* CLOCK_MONOTONIC (Windows: QPC) in ns */
 /* The fallback source's raw ticks (async-signal-safe); every native clock
- * read here is a system call once tickclock__os_syscall_on(). */
-TICKCLOCK__INTERNAL uint64_t tickclock__os_read(void);
-TICKCLOCK__INTERNAL uint64_t tickclock__qpc_hz(void);      /* QueryPerformanceFrequency; 0 off Windows */
-TICKCLOCK__INTERNAL void tickclock__sleep_ns(uint64_t ns);
-TICKCLOCK__INTERNAL uint64_t tickclock__os_now_raw(void);  /* CLOCK_MONOTONIC_RAW, ns */
-TICKCLOCK__INTERNAL double tickclock__os_resolution_ns(void); /* clock_getres(CLOCK_MONOTONIC) */
-TICKCLOCK__INTERNAL const char *tickclock__secure_getenv(const char *name);
+ * read here is a system call once tkc_os_syscall_on(). */
+TKC_INTERNAL uint64_t tkc_os_read(void);
+TKC_INTERNAL uint64_t tkc_qpc_hz(void);      /* QueryPerformanceFrequency; 0 off Windows */
+TKC_INTERNAL void tkc_sleep_ns(uint64_t ns);
+TKC_INTERNAL uint64_t tkc_os_now_raw(void);  /* CLOCK_MONOTONIC_RAW, ns */
+TKC_INTERNAL double tkc_os_resolution_ns(void); /* clock_getres(CLOCK_MONOTONIC) */
+TKC_INTERNAL const char *tkc_secure_getenv(const char *name);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -23,10 +23,10 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#if defined(TICKCLOCK__X86) && defined(SYS_perf_event_open) && \
+#if defined(TKC_X86) && defined(SYS_perf_event_open) && \
     !defined(TICKCLOCK_NO_PERF)
 #include <linux/perf_event.h>
-#define TICKCLOCK__HAVE_PERF 1
+#define TKC_HAVE_PERF 1
 #endif
 #endif
 
@@ -35,61 +35,61 @@
 #else
 #include <time.h>
 #endif
-#if defined(__linux__) && defined(TICKCLOCK__X86)
+#if defined(__linux__) && defined(TKC_X86)
 #include <sys/syscall.h>
 #include <unistd.h>
 #if defined(SYS_clock_gettime)
-#define TICKCLOCK__HAVE_CLOCK_SYSCALL 1
+#define TKC_HAVE_CLOCK_SYSCALL 1
 #endif
 #endif
 
-static TICKCLOCK__SHARED int tickclock__g_os_syscall = 0;
+static TKC_SHARED int tkc_g_os_syscall = 0;
 
-void tickclock__os_use_syscall(int on) { TICKCLOCK__STORE_RELEASE(&tickclock__g_os_syscall, on); }
-int tickclock__os_syscall_on(void) { return TICKCLOCK__LOAD_RELAXED(&tickclock__g_os_syscall); }
+void tkc_os_use_syscall(int on) { TKC_STORE_RELEASE(&tkc_g_os_syscall, on); }
+int tkc_os_syscall_on(void) { return TKC_LOAD_RELAXED(&tkc_g_os_syscall); }
 
 #if defined(_WIN32)
 
 /* QPF is fixed at boot; read it once (benign race: every thread computes
  * the same value, and the publication is the conversion's own). */
-static const tickclock_conv *tickclock__qpc_conv(void) {
+static const tickclock_conv *tkc_qpc_conv(void) {
   static tickclock_conv conv;
-  static TICKCLOCK__SHARED int ready = 0;
-  if (!TICKCLOCK__LOAD_ACQUIRE(&ready)) {
+  static TKC_SHARED int ready = 0;
+  if (!TKC_LOAD_ACQUIRE(&ready)) {
     LARGE_INTEGER f;
     tickclock_conv c;
     if (!QueryPerformanceFrequency(&f) || f.QuadPart <= 0 ||
         tickclock_conv_init(&c, (uint64_t)f.QuadPart, 1) != TICKCLOCK_OK)
       tickclock_conv_init(&c, UINT64_C(1000000000), 1); /* cannot happen on XP+ */
     conv = c;
-    TICKCLOCK__STORE_RELEASE(&ready, 1);
+    TKC_STORE_RELEASE(&ready, 1);
   }
   return &conv;
 }
 
-uint64_t tickclock__qpc_hz(void) { return tickclock__qpc_conv()->hz_num; }
+uint64_t tkc_qpc_hz(void) { return tkc_qpc_conv()->hz_num; }
 
-uint64_t tickclock__os_read(void) {
+uint64_t tkc_os_read(void) {
   LARGE_INTEGER c;
   QueryPerformanceCounter(&c);
   return (uint64_t)c.QuadPart;
 }
 
-uint64_t tickclock__os_now(void) {
-  return tickclock_conv_ticks_to_ns(tickclock__qpc_conv(), tickclock__os_read());
+uint64_t tkc_os_now(void) {
+  return tickclock_conv_ticks_to_ns(tkc_qpc_conv(), tkc_os_read());
 }
 
-uint64_t tickclock__os_now_raw(void) { return tickclock__os_now(); }
+uint64_t tkc_os_now_raw(void) { return tkc_os_now(); }
 
-double tickclock__os_resolution_ns(void) {
-  return 1e9 / (double)tickclock__qpc_conv()->hz_num;
+double tkc_os_resolution_ns(void) {
+  return 1e9 / (double)tkc_qpc_conv()->hz_num;
 }
 
-void tickclock__sleep_ns(uint64_t ns) { Sleep((DWORD)(ns / UINT64_C(1000000))); }
+void tkc_sleep_ns(uint64_t ns) { Sleep((DWORD)(ns / UINT64_C(1000000))); }
 
 #else /* POSIX */
 
-static uint64_t tickclock__ts_ns(const struct timespec *ts) {
+static uint64_t tkc_ts_ns(const struct timespec *ts) {
   return (uint64_t)ts->tv_sec * UINT64_C(1000000000) + (uint64_t)ts->tv_nsec;
 }
 
@@ -99,10 +99,10 @@ static uint64_t tickclock__ts_ns(const struct timespec *ts) {
  * system call, which reads the clock in the kernel. The kernel's
  * timespec for SYS_clock_gettime is two longs on i386 and x86-64 alike,
  * whatever time_t the C library was built with. */
-static uint64_t tickclock__clock_ns(int id) {
+static uint64_t tkc_clock_ns(int id) {
   struct timespec ts;
-#if defined(TICKCLOCK__HAVE_CLOCK_SYSCALL)
-  if (TICKCLOCK__LOAD_RELAXED(&tickclock__g_os_syscall)) {
+#if defined(TKC_HAVE_CLOCK_SYSCALL)
+  if (TKC_LOAD_RELAXED(&tkc_g_os_syscall)) {
     struct {
       long sec, nsec;
     } k;
@@ -111,30 +111,30 @@ static uint64_t tickclock__clock_ns(int id) {
   }
 #endif
   clock_gettime(id, &ts);
-  return tickclock__ts_ns(&ts);
+  return tkc_ts_ns(&ts);
 }
 
-uint64_t tickclock__os_now(void) { return tickclock__clock_ns(CLOCK_MONOTONIC); }
+uint64_t tkc_os_now(void) { return tkc_clock_ns(CLOCK_MONOTONIC); }
 
-uint64_t tickclock__os_read(void) { return tickclock__os_now(); }
+uint64_t tkc_os_read(void) { return tkc_os_now(); }
 
-uint64_t tickclock__qpc_hz(void) { return 0; }
+uint64_t tkc_qpc_hz(void) { return 0; }
 
-uint64_t tickclock__os_now_raw(void) {
+uint64_t tkc_os_now_raw(void) {
 #if defined(CLOCK_MONOTONIC_RAW)
-  return tickclock__clock_ns(CLOCK_MONOTONIC_RAW);
+  return tkc_clock_ns(CLOCK_MONOTONIC_RAW);
 #else
-  return tickclock__clock_ns(CLOCK_MONOTONIC);
+  return tkc_clock_ns(CLOCK_MONOTONIC);
 #endif
 }
 
-double tickclock__os_resolution_ns(void) {
+double tkc_os_resolution_ns(void) {
   struct timespec ts;
   if (clock_getres(CLOCK_MONOTONIC, &ts) != 0) return 0;
-  return (double)tickclock__ts_ns(&ts);
+  return (double)tkc_ts_ns(&ts);
 }
 
-void tickclock__sleep_ns(uint64_t ns) {
+void tkc_sleep_ns(uint64_t ns) {
   struct timespec req;
   req.tv_sec = (time_t)(ns / UINT64_C(1000000000));
   req.tv_nsec = (long)(ns % UINT64_C(1000000000));
@@ -146,7 +146,7 @@ void tickclock__sleep_ns(uint64_t ns) {
 /* secure_getenv semantics: ignore the environment in setuid/setgid (and
  * other AT_SECURE) processes. The check is glibc's own (getauxval), which
  * is declared in every mode, unlike secure_getenv. */
-const char *tickclock__secure_getenv(const char *name) {
+const char *tkc_secure_getenv(const char *name) {
 #if defined(__linux__)
   if (getauxval(AT_SECURE)) return NULL;
   return getenv(name);
@@ -156,7 +156,7 @@ const char *tickclock__secure_getenv(const char *name) {
 }
 
 /* The first line of a /sys or /proc file (native platform). */
-int tickclock__native_read_line(const char *path, char *buf, size_t n) {
+int tkc_native_read_line(const char *path, char *buf, size_t n) {
 #if defined(__linux__)
   FILE *f;
   int known = 0;
@@ -180,7 +180,7 @@ int tickclock__native_read_line(const char *path, char *buf, size_t n) {
 
 /* prctl(PR_GET_TSC) (native platform): TICKCLOCK_PRCTL_*. The setting is
  * per thread (inherited by threads created later). */
-int tickclock__native_prctl_get_tsc(void) {
+int tkc_native_prctl_get_tsc(void) {
 #if defined(__linux__) && defined(PR_GET_TSC)
   int mode = 0;
   if (prctl(PR_GET_TSC, &mode, 0, 0, 0) == 0)
@@ -189,12 +189,12 @@ int tickclock__native_prctl_get_tsc(void) {
   return TICKCLOCK_PRCTL_UNKNOWN;
 }
 
-#if defined(TICKCLOCK__HAVE_PERF)
+#if defined(TKC_HAVE_PERF)
 /* The perf_event mmap page of a self-monitoring dummy event: the kernel's
  * own TSC -> ns parameters (time_mult, time_shift), valid when
  * cap_user_time says the kernel's clock is the TSC. Read under the page's
  * seqlock (the lock word is odd while the kernel writes). */
-static void tickclock__read_perf_page(tickclock_perf_page *pp) {
+static void tkc_read_perf_page(tickclock_perf_page *pp) {
   struct perf_event_attr attr;
   long fd;
   long page = sysconf(_SC_PAGESIZE);
@@ -242,9 +242,9 @@ static void tickclock__read_perf_page(tickclock_perf_page *pp) {
 }
 #endif
 
-void tickclock__native_perf_page(tickclock_perf_page *pp) {
-#if defined(TICKCLOCK__HAVE_PERF)
-  tickclock__read_perf_page(pp);
+void tkc_native_perf_page(tickclock_perf_page *pp) {
+#if defined(TKC_HAVE_PERF)
+  tkc_read_perf_page(pp);
 #else
   (void)pp;
 #endif
@@ -252,7 +252,7 @@ void tickclock__native_perf_page(tickclock_perf_page *pp) {
 
 
 /* Up to n bytes of a file (native platform); 0 if missing or unreadable. */
-size_t tickclock__native_read_bytes(const char *path, void *buf, size_t n) {
+size_t tkc_native_read_bytes(const char *path, void *buf, size_t n) {
 #if defined(__linux__)
   size_t got;
   FILE *f = fopen(path, "rbe");
@@ -270,7 +270,7 @@ size_t tickclock__native_read_bytes(const char *path, void *buf, size_t n) {
 
 /* The first line of a file that starts with prefix (native platform),
  * read in pieces of n - 1 bytes as fgets does; 1 if found. */
-int tickclock__native_find_line(const char *path, const char *prefix, char *buf, size_t n) {
+int tkc_native_find_line(const char *path, const char *prefix, char *buf, size_t n) {
 #if defined(__linux__)
   size_t k = strlen(prefix);
   FILE *f;

@@ -26,20 +26,20 @@
 
 #include <string.h>
 
-#if defined(TICKCLOCK__ARCH_COUNTER)
+#if defined(TKC_ARCH_COUNTER)
 /* The state being built by a switch or a refinement (too big for small
  * stacks; lock held). */
-static tickclock_info tickclock__next;
+static tickclock_info tkc_next;
 #endif
 
-#if defined(TICKCLOCK__ARCH_COUNTER)
+#if defined(TKC_ARCH_COUNTER)
 /* Replaces the counter state old by the OS clock, in the same unit. */
-static void tickclock__switch_to_os(const tickclock_info *old, const char *why, int trust) {
-  tickclock_info *fresh = &tickclock__next;
+static void tkc_switch_to_os(const tickclock_info *old, const char *why, int trust) {
+  tickclock_info *fresh = &tkc_next;
   unsigned i;
 #if defined(_WIN32)
   int os = TICKCLOCK_SOURCE_QPC;
-  uint64_t os_hz = tickclock__qpc_hz();
+  uint64_t os_hz = tkc_qpc_hz();
 #else
   int os = TICKCLOCK_SOURCE_SYSTEM;
   uint64_t os_hz = UINT64_C(1000000000);
@@ -62,17 +62,17 @@ static void tickclock__switch_to_os(const tickclock_info *old, const char *why, 
     c->chosen = c->source == os;
     if (c->source == old->source) {
       c->usable = 0;
-      tickclock__fmt(c->reason, sizeof c->reason, "re-validation: %s", why);
+      tkc_fmt(c->reason, sizeof c->reason, "re-validation: %s", why);
     }
   }
-  tickclock__fmt(fresh->why, sizeof fresh->why, "re-validation switched from %s: %s",
+  tkc_fmt(fresh->why, sizeof fresh->why, "re-validation switched from %s: %s",
                  tickclock_source_name(old->source), why);
   fresh->revalidated = 1;
-  (void)tickclock__publish(fresh, old, trust, 1, NULL); /* the spare: cannot fail */
+  (void)tkc_publish(fresh, old, trust, 1, NULL); /* the spare: cannot fail */
 }
 
 /* |a - b| > bound, for two ns spans. */
-static int tickclock__disagree(double a, double b, double bound) {
+static int tkc_disagree(double a, double b, double bound) {
   return a - b > bound || b - a > bound;
 }
 
@@ -80,25 +80,25 @@ static int tickclock__disagree(double a, double b, double bound) {
  * bracket is w ns wide): they must agree within (DRIFT_PPM + the
  * frequency's uncertainty) of the raw time, plus DRIFT_ABS_NS and the two
  * brackets' half-widths. 1 when they do not; the figures in dc, dr, bound. */
-static int tickclock__drifted(const tickclock_info *s, tickclock__bracket b, double w,
-                              tickclock__bracket ref, double *dc, double *dr, double *bound) {
+static int tkc_drifted(const tickclock_info *s, tkc_bracket b, double w,
+                              tkc_bracket ref, double *dc, double *dr, double *bound) {
   double wr = (double)tickclock_conv_ticks_to_ns(&s->src_conv, ref.width);
   double rate = (TICKCLOCK_REVALIDATE_DRIFT_PPM + s->uncertainty_ppm) * 1e-6;
   *dc = (double)tickclock_conv_delta_to_ns(&s->src_conv, (int64_t)(b.mid - ref.mid));
   *dr = (double)(int64_t)(b.ns - ref.ns);
   *bound = *dr * rate + TICKCLOCK_REVALIDATE_DRIFT_ABS_NS + (w + wr) / 2;
-  return tickclock__disagree(*dc, *dr, *bound);
+  return tkc_disagree(*dc, *dr, *bound);
 }
 
 /* The checks; lock held, state published. Formats only when switching. */
 /* Before any counter read of a check or a refinement: RDTSC disabled for
  * this thread means switching without reading it. 1 if it switched. */
-static int tickclock__rdtsc_disabled_locked(const tickclock_info *s) {
-#if defined(TICKCLOCK__X86)
-  if (tickclock__p_prctl_get_tsc() == TICKCLOCK_PRCTL_SIGSEGV) {
-    tickclock__os_use_syscall(1);
-    tickclock__switch_to_os(s, "RDTSC was disabled for this thread (prctl PR_SET_TSC = "
-                               "PR_TSC_SIGSEGV)", TICKCLOCK__NO_READ);
+static int tkc_rdtsc_disabled_locked(const tickclock_info *s) {
+#if defined(TKC_X86)
+  if (tkc_p_prctl_get_tsc() == TICKCLOCK_PRCTL_SIGSEGV) {
+    tkc_os_use_syscall(1);
+    tkc_switch_to_os(s, "RDTSC was disabled for this thread (prctl PR_SET_TSC = "
+                               "PR_TSC_SIGSEGV)", TKC_NO_READ);
     return 1;
   }
 #else
@@ -107,113 +107,113 @@ static int tickclock__rdtsc_disabled_locked(const tickclock_info *s) {
   return 0;
 }
 
-static int tickclock__revalidate_locked(void) {
-  const tickclock_info *s = TICKCLOCK__LOAD_ACQUIRE(&tickclock__g_state);
+static int tkc_revalidate_locked(void) {
+  const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
   char why[TICKCLOCK_REASON_LEN];
   char cs[32];
-  tickclock__bracket b;
+  tkc_bracket b;
   double w, dc, dr, bound;
   int step;
-  if (s == NULL || !tickclock__reads_counter(s) || !tickclock__bk.chk_on) return 0;
-  if (tickclock__rdtsc_disabled_locked(s)) return TICKCLOCK_SWITCHED;
-  if (tickclock__bk.cs_known) {
-    int known = tickclock__p_clocksource(cs, sizeof cs);
-    if (known && strcmp(cs, tickclock__bk.cs) != 0) {
-      tickclock__fmt(why, sizeof why, "the kernel's clocksource changed from '%s' to '%s'",
-                     tickclock__bk.cs, cs);
-      tickclock__switch_to_os(s, why, TICKCLOCK__DISTRUST);
+  if (s == NULL || !tkc_reads_counter(s) || !tkc_bk.chk_on) return 0;
+  if (tkc_rdtsc_disabled_locked(s)) return TICKCLOCK_SWITCHED;
+  if (tkc_bk.cs_known) {
+    int known = tkc_p_clocksource(cs, sizeof cs);
+    if (known && strcmp(cs, tkc_bk.cs) != 0) {
+      tkc_fmt(why, sizeof why, "the kernel's clocksource changed from '%s' to '%s'",
+                     tkc_bk.cs, cs);
+      tkc_switch_to_os(s, why, TKC_DISTRUST);
       return TICKCLOCK_SWITCHED;
     }
   }
-  b = tickclock__tightest_bracket(tickclock__read_counter_ordered);
+  b = tkc_tightest_bracket(tkc_read_counter_ordered);
   w = b.width == UINT64_MAX ? 1e300 : (double)tickclock_conv_ticks_to_ns(&s->src_conv, b.width);
   if (w > TICKCLOCK_REVALIDATE_MAX_BRACKET_NS) { /* inconclusive: the next period */
     if (b.width != UINT64_MAX)
-      tickclock__bk.max_seen =
-          tickclock__max_u64(tickclock__bk.max_seen, tickclock__map(s, b.mid + b.width / 2));
-    tickclock__arm_deadline(s, tickclock__bk.max_seen);
+      tkc_bk.max_seen =
+          tkc_max_u64(tkc_bk.max_seen, tkc_map(s, b.mid + b.width / 2));
+    tkc_arm_deadline(s, tkc_bk.max_seen);
     return 0;
   }
   /* the step since the previous conclusive sample, then the total since
    * publication (a slow drift passes every step) */
   for (step = 1; step >= 0; step--) {
-    if (!tickclock__drifted(s, b, w, step ? tickclock__bk.chk_prev : tickclock__bk.chk_anchor, &dc,
+    if (!tkc_drifted(s, b, w, step ? tkc_bk.chk_prev : tkc_bk.chk_anchor, &dc,
                             &dr, &bound))
       continue;
-    tickclock__fmt(why, sizeof why,
+    tkc_fmt(why, sizeof why,
                    step ? "counter stepped %.0f ns against CLOCK_MONOTONIC_RAW's %.0f ns since "
                           "the previous check (bound %.0f ns)"
                         : "counter time drifted from CLOCK_MONOTONIC_RAW: %.0f ns vs %.0f ns "
                           "since initialisation (bound %.0f ns)",
                    dc, dr, bound);
-    tickclock__switch_to_os(s, why, TICKCLOCK__DISTRUST);
+    tkc_switch_to_os(s, why, TKC_DISTRUST);
     return TICKCLOCK_SWITCHED;
   }
-  tickclock__bk.chk_prev = b;
-  tickclock__bk.max_seen =
-      tickclock__max_u64(tickclock__bk.max_seen, tickclock__map(s, b.mid + b.width / 2));
-  tickclock__arm_deadline(s, tickclock__bk.max_seen);
+  tkc_bk.chk_prev = b;
+  tkc_bk.max_seen =
+      tkc_max_u64(tkc_bk.max_seen, tkc_map(s, b.mid + b.width / 2));
+  tkc_arm_deadline(s, tkc_bk.max_seen);
   return 0;
 }
 #endif
 
 int tickclock_revalidate(void) {
   int r = 0;
-  if (tickclock__first_state() == NULL) return TICKCLOCK_EBUSY;
-  if (!tickclock__lock()) return TICKCLOCK_EBUSY;
-#if defined(TICKCLOCK__ARCH_COUNTER)
-  r = tickclock__revalidate_locked();
+  if (tkc_first_state() == NULL) return TICKCLOCK_EBUSY;
+  if (!tkc_lock()) return TICKCLOCK_EBUSY;
+#if defined(TKC_ARCH_COUNTER)
+  r = tkc_revalidate_locked();
 #endif
-  tickclock__unlock();
+  tkc_unlock();
   return r;
 }
 
 void tickclock_revalidate_every(uint32_t ms) {
-  if (tickclock__first_state() == NULL || !tickclock__lock()) return;
-  tickclock__bk.reval_ms = ms;
-  tickclock__arm_deadline(TICKCLOCK__LOAD_ACQUIRE(&tickclock__g_state), tickclock__bk.max_seen);
-  tickclock__unlock();
+  if (tkc_first_state() == NULL || !tkc_lock()) return;
+  tkc_bk.reval_ms = ms;
+  tkc_arm_deadline(TKC_LOAD_ACQUIRE(&tkc_g_state), tkc_bk.max_seen);
+  tkc_unlock();
 }
 
-#if defined(TICKCLOCK__ARCH_COUNTER)
+#if defined(TKC_ARCH_COUNTER)
 /* One refinement step: the first calibration's start bracket against a new
  * end bracket. A better figure that agrees with the current one is
  * published (continuous with it: same unit, base at the moment of
  * publication); a preempted end bracket is retried a millisecond later; a
  * figure that disagrees stops refinement (re-validation judges the
  * counter). */
-static void tickclock__refine_locked(void) {
-  const tickclock_info *s = TICKCLOCK__LOAD_ACQUIRE(&tickclock__g_state);
-  tickclock_info *fresh = &tickclock__next;
+static void tkc_refine_locked(void) {
+  const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
+  tickclock_info *fresh = &tkc_next;
   tickclock_calibration c;
   double off;
   unsigned i;
-  if (!tickclock__calibrate_from(tickclock__read_counter_ordered, &tickclock__bk.cal_first, &c) ||
+  if (!tkc_calibrate_from(tkc_read_counter_ordered, &tkc_bk.cal_first, &c) ||
       (double)tickclock_conv_ticks_to_ns(&s->src_conv, c.bracket_end) >
           TICKCLOCK_REVALIDATE_MAX_BRACKET_NS) {
-    tickclock__bk.refine_at = tickclock__after(s, tickclock__bk.refine_at, UINT64_C(1000000));
+    tkc_bk.refine_at = tkc_after(s, tkc_bk.refine_at, UINT64_C(1000000));
     return;
   }
   /* due by a tick from the future (a caller converting an arbitrary value):
    * the clock has not got there yet */
-  if (c.start_ns + c.ns < tickclock__bk.refine_at_ns) return;
-  off = tickclock__ppm(c.hz_num, c.hz_den, s->hz_num, s->hz_den);
+  if (c.start_ns + c.ns < tkc_bk.refine_at_ns) return;
+  off = tkc_ppm(c.hz_num, c.hz_den, s->hz_num, s->hz_den);
   if (off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM ||
       -off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM) {
-    tickclock__bk.refine_on = 0;
+    tkc_bk.refine_on = 0;
     return;
   }
-  tickclock__bk.refine_at_ns = tickclock__bk.cal_first.start_ns + 4 * c.ns;
-  if (c.ns >= TICKCLOCK__REFINE_UNTIL_NS) tickclock__bk.refine_on = 0;
+  tkc_bk.refine_at_ns = tkc_bk.cal_first.start_ns + 4 * c.ns;
+  if (c.ns >= TKC_REFINE_UNTIL_NS) tkc_bk.refine_on = 0;
   if (c.uncertainty_ppm >= s->uncertainty_ppm) { /* no better: measure further on */
-    tickclock__bk.refine_at = tickclock__after(
-        s, tickclock__map(s, c.start_mid + c.ticks),
-        tickclock__bk.refine_at_ns - (c.start_ns + c.ns));
+    tkc_bk.refine_at = tkc_after(
+        s, tkc_map(s, c.start_mid + c.ticks),
+        tkc_bk.refine_at_ns - (c.start_ns + c.ns));
     return;
   }
   memcpy(fresh, s, sizeof *fresh);
   if (tickclock_conv_init(&fresh->conv, c.hz_num, c.hz_den) != TICKCLOCK_OK) {
-    tickclock__bk.refine_on = 0;
+    tkc_bk.refine_on = 0;
     return;
   }
   fresh->hz_num = c.hz_num;
@@ -229,34 +229,34 @@ static void tickclock__refine_locked(void) {
       fresh->freqs[i].hz = c.hz;
       fresh->freqs[i].uncertainty_ppm = c.uncertainty_ppm;
     }
-  (void)tickclock__publish(fresh, s, TICKCLOCK__TRUST, 0, NULL);
+  (void)tkc_publish(fresh, s, TKC_TRUST, 0, NULL);
 }
 
 /* What is due at unit tick ticks: a periodic check, a refinement. */
-static void tickclock__due_locked(uint64_t ticks) {
-  const tickclock_info *s = TICKCLOCK__LOAD_ACQUIRE(&tickclock__g_state);
-  if (s == NULL || !tickclock__reads_counter(s) || !tickclock__bk.chk_on) return;
-  if (ticks >= tickclock__bk.reval_at) {
-    if (tickclock__revalidate_locked() == TICKCLOCK_SWITCHED) return;
-  } else if (tickclock__rdtsc_disabled_locked(s)) {
+static void tkc_due_locked(uint64_t ticks) {
+  const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
+  if (s == NULL || !tkc_reads_counter(s) || !tkc_bk.chk_on) return;
+  if (ticks >= tkc_bk.reval_at) {
+    if (tkc_revalidate_locked() == TICKCLOCK_SWITCHED) return;
+  } else if (tkc_rdtsc_disabled_locked(s)) {
     return;
   }
-  if (tickclock__bk.refine_on && ticks >= tickclock__bk.refine_at) tickclock__refine_locked();
-  tickclock__store_deadline();
+  if (tkc_bk.refine_on && ticks >= tkc_bk.refine_at) tkc_refine_locked();
+  tkc_store_deadline();
 }
 #endif
 
 /* From tickclock_to_ns/tickclock_delta_ns once their argument passed the
  * deadline: one thread does what is due, the others (and a re-entering
  * signal handler) carry on. */
-void tickclock__revalidate_due(uint64_t ticks) {
-  if (!tickclock__trylock()) return;
-#if defined(TICKCLOCK__ARCH_COUNTER)
-  if (tickclock__bk.chk_on && ticks >= TICKCLOCK__LOAD_ACQUIRE(&tickclock__g_reval_deadline))
-    tickclock__due_locked(ticks);
+void tkc_revalidate_due(uint64_t ticks) {
+  if (!tkc_trylock()) return;
+#if defined(TKC_ARCH_COUNTER)
+  if (tkc_bk.chk_on && ticks >= TKC_LOAD_ACQUIRE(&tkc_g_reval_deadline))
+    tkc_due_locked(ticks);
 #else
   (void)ticks;
 #endif
-  tickclock__unlock();
+  tkc_unlock();
 }
 

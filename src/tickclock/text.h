@@ -12,17 +12,17 @@ extern "C" {
 
 /* The source names (tickclock_source_name) as "auto, system, ...": the
  * one list error messages and the probe's usage print. */
-TICKCLOCK__INTERNAL void tickclock__source_name_list(char *dst, size_t n);
+TKC_INTERNAL void tkc_source_name_list(char *dst, size_t n);
 
 /* Bounded string copy/format helpers (always NUL-terminate). */
-TICKCLOCK__INTERNAL void tickclock__strlcpy(char *dst, const char *src, size_t n);
+TKC_INTERNAL void tkc_strlcpy(char *dst, const char *src, size_t n);
 /* src with backslash, control and non-ASCII bytes escaped (\\ \n \r \t \xHH):
  * user-supplied text printed as one inert line. */
-TICKCLOCK__INTERNAL void tickclock__escape(char *dst, size_t n, const char *src);
+TKC_INTERNAL void tkc_escape(char *dst, size_t n, const char *src);
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 3, 4)))
 #endif
-TICKCLOCK__INTERNAL void tickclock__fmt(char *dst, size_t n, const char *fmt, ...);
+TKC_INTERNAL void tkc_fmt(char *dst, size_t n, const char *fmt, ...);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -27,8 +27,8 @@
  *   C++           tickclock.hpp: tickclock::clock (std::chrono), stopwatch
  * Types and constants come first, then the declarations; the inline
  * machinery (conversion arithmetic, the per-ISA read, the hot path) is at
- * the bottom. Names with a second underscore (tickclock__, TICKCLOCK__)
- * are internal.
+ * the bottom. Names starting tkc_ / TKC_ are internal: not API, never
+ * to be used by callers.
  *
  * The contract through transitions (in full: src/tickclock/README.md):
  *  - One tick unit for the life of the process: a tick taken at any time

@@ -8,22 +8,22 @@
 #include <string.h>
 
 /* Can the arch counter be read without trapping? */
-int tickclock__counter_executable(const tickclock_evidence *ev, char *why, size_t n) {
+int tkc_counter_executable(const tickclock_evidence *ev, char *why, size_t n) {
   if (ev->arch_counter == 0) {
-    tickclock__strlcpy(why, "no hardware counter read is built for this CPU architecture", n);
+    tkc_strlcpy(why, "no hardware counter read is built for this CPU architecture", n);
     return 0;
   }
   if (ev->arch_counter == TICKCLOCK_SOURCE_TSC) {
     if (!ev->x86.have_cpuid) {
-      tickclock__strlcpy(why, "no CPUID instruction: cannot tell whether RDTSC exists", n);
+      tkc_strlcpy(why, "no CPUID instruction: cannot tell whether RDTSC exists", n);
       return 0;
     }
     if (!ev->x86.tsc) {
-      tickclock__strlcpy(why, "CPUID.01H:EDX[4] (TSC) is clear: RDTSC may not exist", n);
+      tkc_strlcpy(why, "CPUID.01H:EDX[4] (TSC) is clear: RDTSC may not exist", n);
       return 0;
     }
     if (ev->tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV) {
-      tickclock__strlcpy(why,
+      tkc_strlcpy(why,
                          "RDTSC is disabled for this process (prctl PR_SET_TSC = "
                          "PR_TSC_SIGSEGV): it would trap",
                          n);
@@ -33,13 +33,13 @@ int tickclock__counter_executable(const tickclock_evidence *ev, char *why, size_
   return 1;
 }
 
-int tickclock__is_paravirt_clock(const char *cs) {
+int tkc_is_paravirt_clock(const char *cs) {
   return strcmp(cs, "kvm-clock") == 0 || strcmp(cs, "hyperv_clocksource_tsc_page") == 0 ||
          strcmp(cs, "hyperv_clocksource_msr") == 0 || strcmp(cs, "xen") == 0;
 }
 
 /* Is word a blank-separated entry of list? */
-static int tickclock__has_word(const char *list, const char *word) {
+static int tkc_has_word(const char *list, const char *word) {
   size_t n = strlen(word);
   const char *p = list;
   while (*p) {
@@ -61,24 +61,24 @@ static int tickclock__has_word(const char *list, const char *word) {
  * and undo offsets only with it) and a passed warp check over every CPU
  * pair. One package, or a count the gatherer could not learn, keeps the
  * invariant bit as the basis (the reason says which). */
-static int tickclock__off_linux_sync(const tickclock_evidence *ev, char *why, size_t n) {
+static int tkc_off_linux_sync(const tickclock_evidence *ev, char *why, size_t n) {
   const tickclock_x86_facts *x = &ev->x86;
   if (ev->warp_checked && !ev->warp_ok) {
-    tickclock__fmt(why, n,
+    tkc_fmt(why, n,
                    "no kernel sync verdict, and a cross-CPU warp check saw the TSC step back "
                    "(%.1f ns): per-CPU offsets",
                    ev->warp_max_ns);
     return 0;
   }
   if (ev->cpu_packages > 1 && !x->tsc_adjust) {
-    tickclock__fmt(why, n,
+    tkc_fmt(why, n,
                    "no kernel sync verdict, %d packages and no TSC_ADJUST (CPUID.(7,0):EBX[1]): "
                    "per-socket offsets cannot be ruled out",
                    ev->cpu_packages);
     return 0;
   }
   if (ev->cpu_packages > 1 && !ev->warp_checked) {
-    tickclock__fmt(why, n,
+    tkc_fmt(why, n,
                    "no kernel sync verdict and %d packages: the invariant bit alone does not "
                    "rule out per-socket offsets, and no warp check ran",
                    ev->cpu_packages);
@@ -88,8 +88,8 @@ static int tickclock__off_linux_sync(const tickclock_evidence *ev, char *why, si
 }
 
 /* Is the executable counter trustworthy for automatic use? */
-int tickclock__counter_trusted(const tickclock_evidence *ev, char *why, size_t n) {
-  int verdict = TICKCLOCK__TRUST_YES;
+int tkc_counter_trusted(const tickclock_evidence *ev, char *why, size_t n) {
+  int verdict = TKC_TRUST_YES;
   if (ev->arch_counter == TICKCLOCK_SOURCE_TSC) {
     const tickclock_x86_facts *x = &ev->x86;
     /* Only Xen's "host TSC reliable" (without vtsc) is a promise. Hyper-V's
@@ -102,68 +102,68 @@ int tickclock__counter_trusted(const tickclock_evidence *ev, char *why, size_t n
     int hv_promise = x->xen_leaf3_valid && (x->xen_tsc_flags & TICKCLOCK_XEN_TSC_RELIABLE) &&
                      !(x->xen_tsc_flags & TICKCLOCK_XEN_TSC_VTSC);
     if (x->xen_leaf3_valid && (x->xen_tsc_flags & TICKCLOCK_XEN_TSC_VTSC)) {
-      tickclock__fmt(why, n,
+      tkc_fmt(why, n,
                      "Xen emulates RDTSC for this guest (leaf 0x%08x EAX[0] vtsc, tsc_mode %u): "
                      "every read traps to the hypervisor",
                      (unsigned)(x->xen_base + 3), (unsigned)x->xen_tsc_mode);
-      return TICKCLOCK__TRUST_NO;
+      return TKC_TRUST_NO;
     }
     if (!x->invariant_tsc && !hv_promise) {
       if (!x->invariant_known)
-        tickclock__fmt(why, n,
+        tkc_fmt(why, n,
                        "CPUID leaf 0x80000007 is beyond the maximum extended leaf 0x%08x and no "
                        "hypervisor promises a stable TSC: invariant TSC unknown",
                        (unsigned)x->max_ext_leaf);
       else if (x->hyperv_valid && x->hyperv_tsc_invariant)
-        tickclock__strlcpy(why,
+        tkc_strlcpy(why,
                            "Hyper-V grants the invariant-TSC control (0x40000003 EAX[15]) but "
                            "the guest's CPUID.80000007H:EDX[8] is clear: not enabled, no promise",
                            n);
       else
-        tickclock__strlcpy(why,
+        tkc_strlcpy(why,
                            "CPUID.80000007H:EDX[8] (invariant TSC) is clear and no hypervisor "
                            "promises a stable TSC: the TSC may stop or change rate",
                            n);
-      return TICKCLOCK__TRUST_NO;
+      return TKC_TRUST_NO;
     }
-    if (!ev->os_linux && !tickclock__off_linux_sync(ev, why, n)) return TICKCLOCK__TRUST_NO;
+    if (!ev->os_linux && !tkc_off_linux_sync(ev, why, n)) return TKC_TRUST_NO;
   }
   if (ev->os_linux) {
     if (!ev->clocksource_known) {
-      tickclock__strlcpy(why,
-                         "cannot read " TICKCLOCK__SYSFS_CURRENT_CLOCKSOURCE
+      tkc_strlcpy(why,
+                         "cannot read " TKC_SYSFS_CURRENT_CLOCKSOURCE
                          ": the kernel's verdict on the counter is unknown",
                          n);
-      return TICKCLOCK__TRUST_NO;
+      return TKC_TRUST_NO;
     }
     if (ev->arch_counter == TICKCLOCK_SOURCE_TSC && strcmp(ev->clocksource, "tsc") != 0) {
-      int listed = ev->available_known && tickclock__has_word(ev->available_clocksource, "tsc");
-      if (!tickclock__is_paravirt_clock(ev->clocksource)) {
-        tickclock__fmt(why, n,
+      int listed = ev->available_known && tkc_has_word(ev->available_clocksource, "tsc");
+      if (!tkc_is_paravirt_clock(ev->clocksource)) {
+        tkc_fmt(why, n,
                        "the kernel's clocksource is '%s', not 'tsc': the kernel rejected the "
                        "TSC (watchdog or sync check)",
                        ev->clocksource);
-        return TICKCLOCK__TRUST_NO;
+        return TKC_TRUST_NO;
       }
       if (!listed) {
-        tickclock__fmt(why, n,
+        tkc_fmt(why, n,
                        "the kernel uses the paravirtual clock '%s' and does not offer 'tsc' "
                        "(available: '%s'): it marked the TSC unstable or never registered it",
                        ev->clocksource,
                        ev->available_known ? ev->available_clocksource : "unknown");
-        return TICKCLOCK__TRUST_NO;
+        return TKC_TRUST_NO;
       }
       {
         tickclock_freq hv;
         if (!tickclock_x86_freq_hypervisor(&ev->x86, &hv)) {
-          tickclock__fmt(why, n,
+          tkc_fmt(why, n,
                          "the kernel prefers the paravirtual clock '%s' and the hypervisor "
                          "publishes no TSC frequency leaf to cross-check the TSC against",
                          ev->clocksource);
-          return TICKCLOCK__TRUST_NO;
+          return TKC_TRUST_NO;
         }
       }
-      verdict = TICKCLOCK__TRUST_IF_HV_AGREES;
+      verdict = TKC_TRUST_IF_HV_AGREES;
     }
   }
   /* A KVM guest whose kernel did not pick the TSC (kvm-clock on Linux, or
@@ -175,23 +175,23 @@ int tickclock__counter_trusted(const tickclock_evidence *ev, char *why, size_t n
       !(ev->os_linux && strcmp(ev->clocksource, "tsc") == 0) &&
       !(ev->x86.kvm_features_valid && ((ev->x86.kvm_features >> 24) & 1u))) {
     if (!ev->x86.kvm_features_valid)
-      tickclock__fmt(why, n,
+      tkc_fmt(why, n,
                      "KVM guest, the kernel did not pick the TSC, and KVM's feature leaf "
                      "0x%08x is absent: TSC stability across vCPUs unknown",
                      (unsigned)(ev->x86.kvm_base + 1));
     else
-      tickclock__fmt(why, n,
+      tkc_fmt(why, n,
                      "KVM guest, the kernel did not pick the TSC, and KVM does not set "
                      "CLOCKSOURCE_STABLE_BIT (0x%08x EAX[24]): host TSC not stable across vCPUs",
                      (unsigned)(ev->x86.kvm_base + 1));
-    return TICKCLOCK__TRUST_NO;
+    return TKC_TRUST_NO;
   }
   if (ev->counter_read_ns > 0 && ev->os_read_ns > 0 && ev->counter_read_ns > ev->os_read_ns) {
-    tickclock__fmt(why, n,
+    tkc_fmt(why, n,
                    "a counter read costs %.1f ns, more than clock_gettime's %.1f ns: trapped or "
                    "emulated",
                    ev->counter_read_ns, ev->os_read_ns);
-    return TICKCLOCK__TRUST_NO;
+    return TKC_TRUST_NO;
   }
   return verdict;
 }

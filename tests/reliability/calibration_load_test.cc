@@ -42,7 +42,7 @@ double worst(const char *what, const tctest::SysRef &ref) {
   double w = 0, unc = 0;
   for (int r = 0; r < kRuns; r++) {
     tickclock_calibration c;
-    REQUIRE(tickclock__calibrate(tickclock__p_counter_ordered, 20, &c) == 1);
+    REQUIRE(tkc_calibrate(tkc_p_counter_ordered, 20, &c) == 1);
     double p = ppm(c, ref);
     w = std::max(w, std::fabs(p));
     unc = std::max(unc, c.uncertainty_ppm);
@@ -54,7 +54,7 @@ double worst(const char *what, const tctest::SysRef &ref) {
 }  // namespace
 
 TEST_CASE("20 ms calibration vs a 1 s reference: idle, other core busy, migrating") {
-  tctest::SysRef ref = tctest::sys_reference(tickclock__p_counter_ordered, 1000);
+  tctest::SysRef ref = tctest::sys_reference(tkc_p_counter_ordered, 1000);
   REQUIRE(ref.ok);
   printf("reference (syscall CLOCK_MONOTONIC_RAW, 1 s): %.1f Hz (+-%.3f ppm)\n", ref.hz,
          ref.err_ppm);

@@ -77,9 +77,9 @@ inline tickclock_evidence evidence(const tickclock_x86_facts &x, const char *cs,
   ev.os_linux = 1;
   ev.tsc_prctl = TICKCLOCK_PRCTL_ENABLED;
   ev.clocksource_known = 1;
-  tickclock__strlcpy(ev.clocksource, cs, sizeof ev.clocksource);
+  tkc_strlcpy(ev.clocksource, cs, sizeof ev.clocksource);
   ev.available_known = 1;
-  tickclock__strlcpy(ev.available_clocksource, avail, sizeof ev.available_clocksource);
+  tkc_strlcpy(ev.available_clocksource, avail, sizeof ev.available_clocksource);
   ev.counter_read_ns = 10;
   ev.os_read_ns = 30;
   ev.os_resolution_ns = 1;

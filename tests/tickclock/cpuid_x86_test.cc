@@ -215,7 +215,7 @@ TEST_CASE("0x15: Linux's known crystals when ECX is 0") {
   REQUIRE(tickclock_x86_freq_leaf16(&f, &b));
   CHECK(a.hz_num == UINT64_C(4008000000));
   CHECK(b.hz_num == UINT64_C(4000000000));
-  CHECK(std::fabs(tickclock__ppm(b.hz_num, b.hz_den, a.hz_num, a.hz_den) - (-1996.0)) < 0.1);
+  CHECK(std::fabs(tkc_ppm(b.hz_num, b.hz_den, a.hz_num, a.hz_den) - (-1996.0)) < 0.1);
 }
 
 TEST_CASE("0x15: crystal derived from 0x16, otherwise nothing") {
@@ -257,23 +257,23 @@ TEST_CASE("0x15/0x16 rules are Intel's: other vendors get none") {
 }
 
 TEST_CASE("ppm and reduce") {
-  CHECK(tickclock__ppm(1000001, 1, 1000000, 1) == doctest::Approx(1.0));
-  CHECK(tickclock__ppm(999999, 1, 1000000, 1) == doctest::Approx(-1.0));
-  CHECK(tickclock__ppm(3, 2, 3000000, 2000000) == 0.0);
+  CHECK(tkc_ppm(1000001, 1, 1000000, 1) == doctest::Approx(1.0));
+  CHECK(tkc_ppm(999999, 1, 1000000, 1) == doctest::Approx(-1.0));
+  CHECK(tkc_ppm(3, 2, 3000000, 2000000) == 0.0);
   // huge operands: 128-bit products
-  CHECK(tickclock__ppm(UINT64_C(18000000000000000000), 3, UINT64_C(6000000000000000000), 1) == 0.0);
-  CHECK(tickclock__ppm(2, 1, 1, 1) == 1e6);
-  CHECK(tickclock__ppm(1, 2, 1, 1) == -5e5);
+  CHECK(tkc_ppm(UINT64_C(18000000000000000000), 3, UINT64_C(6000000000000000000), 1) == 0.0);
+  CHECK(tkc_ppm(2, 1, 1, 1) == 1e6);
+  CHECK(tkc_ppm(1, 2, 1, 1) == -5e5);
   uint64_t n = 48, d = 36;
-  tickclock__reduce(&n, &d);
+  tkc_reduce(&n, &d);
   CHECK(n == 4);
   CHECK(d == 3);
   n = 6, d = 4;  // gcd 2
-  tickclock__reduce(&n, &d);
+  tkc_reduce(&n, &d);
   CHECK(n == 3);
   CHECK(d == 2);
   n = 7, d = 0;  // den 0: untouched
-  tickclock__reduce(&n, &d);
+  tkc_reduce(&n, &d);
   CHECK(n == 7);
   CHECK(d == 0);
 }

@@ -123,7 +123,7 @@ TEST_CASE("the library never executes RDTSCP (observed where RDTSCP raises SIGIL
   // control: on this CPU a raw RDTSCP kills the process with SIGILL
   int st = in_child([] {
     uint32_t aux;
-    (void)tickclock__x86_rdtscp(&aux);
+    (void)tkc_x86_rdtscp(&aux);
   });
   REQUIRE_MESSAGE(WIFSIGNALED(st), "RDTSCP did not trap although CPUID says it is absent");
   REQUIRE(WTERMSIG(st) == SIGILL);
@@ -198,7 +198,7 @@ TEST_CASE("the decision QEMU's CPU model must produce") {
   if (!m->rdtscp) {
     int st = in_child([] {
       uint32_t aux;
-      (void)tickclock__x86_rdtscp(&aux);
+      (void)tkc_x86_rdtscp(&aux);
     });
     CHECK(WIFSIGNALED(st));
     if (WIFSIGNALED(st)) CHECK(WTERMSIG(st) == SIGILL);

@@ -312,7 +312,7 @@ namespace {
 std::atomic<int> g_handler_calls(0), g_handler_during_init(0);
 std::atomic<int> g_handler_bad(0);
 void on_alarm(int) {
-  int during = tickclock__g_state == NULL;  // the first initialisation is running
+  int during = tkc_g_state == NULL;  // the first initialisation is running
   uint64_t a = tickclock_now();
   uint64_t b = tickclock_now_ordered();
   if (tickclock_delta_ns(a, b) < 0) g_handler_bad++;

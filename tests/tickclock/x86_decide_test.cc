@@ -117,7 +117,7 @@ TEST_CASE("decider: kvm-clock with tsc available and a KVM frequency leaf") {
     CHECK(contains(f.tsc_reason(), "disagrees"));
   }
   SUBCASE("tsc not in available_clocksource: refused without calibrating") {
-    tickclock__strlcpy(ev.available_clocksource, "kvm-clock", sizeof ev.available_clocksource);
+    tkc_strlcpy(ev.available_clocksource, "kvm-clock", sizeof ev.available_clocksource);
     Decision d = decide(ev);
     CHECK(d.rc == 0);
     CHECK(d.info->source == TICKCLOCK_SOURCE_SYSTEM);
@@ -153,7 +153,7 @@ TEST_CASE("decider: this host's situation, automatic and forced") {
   REQUIRE(a.freq("perf_page") != nullptr);
   CHECK(contains(a.freq("perf_page")->reason, "clocksource 'kvm-clock'"));
   // forced: executable, so honoured, with the calibrated frequency
-  tickclock__strlcpy(ev.env_value, "tsc", sizeof ev.env_value);
+  tkc_strlcpy(ev.env_value, "tsc", sizeof ev.env_value);
   ev.have_env = 1;
   Decision b = decide(ev);
   CHECK(b.rc == 1);
