@@ -66,24 +66,25 @@ size_t tkc_p_read_bytes(const char *path, void *buf, size_t n) {
   return tkc_native_read_bytes(path, buf, n);
 }
 
-uint64_t tkc_p_counter(void) {
-  if (TKC_P(counter)) return tkc_plat->counter(tkc_plat->ctx);
+/* The native counter (ordered or not); the OS clock where there is none. */
+static uint64_t tkc_native_counter(int ordered) {
 #if defined(TKC_ARCH_COUNTER) && !defined(TICKCLOCK_TEST_FAKE_COUNTER)
-  return tkc_arch_read();
+  return ordered ? tkc_arch_read_ordered() : tkc_arch_read();
 #else
+  (void)ordered;
   return tkc_os_read();
 #endif
 }
 
-uint64_t tkc_p_counter_ordered(void) {
-  if (TKC_P(counter_ordered))
-    return tkc_plat->counter_ordered(tkc_plat->ctx);
+uint64_t tkc_p_counter(void) {
   if (TKC_P(counter)) return tkc_plat->counter(tkc_plat->ctx);
-#if defined(TKC_ARCH_COUNTER) && !defined(TICKCLOCK_TEST_FAKE_COUNTER)
-  return tkc_arch_read_ordered();
-#else
-  return tkc_os_read();
-#endif
+  return tkc_native_counter(0);
+}
+
+uint64_t tkc_p_counter_ordered(void) {
+  if (TKC_P(counter_ordered)) return tkc_plat->counter_ordered(tkc_plat->ctx);
+  if (TKC_P(counter)) return tkc_plat->counter(tkc_plat->ctx);
+  return tkc_native_counter(1);
 }
 
 /* Once RDTSC is known disabled, a fake's system-call clocks stand in for
