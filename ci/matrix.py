@@ -32,71 +32,17 @@ OUT = os.path.join(ROOT, "out", "matrix")
 LOGS = os.path.join(OUT, "logs")
 WORK = os.path.join(OUT, "work")
 
-# ---- what the matrix is made of ----------------------------------------
-# Host compilers: name -> (C driver, C++ driver). Packages: ci/deps matrix NAME.
-COMPILERS = [
-    ("gcc-11", "/usr/bin/gcc-11", "/usr/bin/g++-11"),
-    ("gcc-12", "/usr/bin/gcc-12", "/usr/bin/g++-12"),
-    ("clang-13", "/usr/bin/clang-13", "/usr/bin/clang++-13"),
-    ("clang-14", "/usr/bin/clang-14", "/usr/bin/clang++-14"),
-    ("clang-15", "/usr/bin/clang-15", "/usr/bin/clang++-15"),
-    ("clang-16", "/usr/bin/clang-16", "/usr/bin/clang++-16"),
-    ("clang-19", "/usr/bin/clang-19", "/usr/bin/clang++-19"),
-    ("clang-22", "/usr/bin/clang-22", "/usr/bin/clang++-22"),
-]
-LANGS = ["c99", "c11", "c++11", "c++14", "c++17", "c++20"]
-OPTS = ["-O0", "-O2"]
-# The single header is what users vendor: checked at the optimisation
-# levels where the compilers' warnings differ most.
-SINGLE_OPTS = ["-O0", "-O3"]
-HEADERS = ["core-header", "single-header"]
-STRICT = ["-Wall", "-Wextra", "-Werror", "-pedantic"]
-# What users build their own code with: the single header's implementation
-# file (with <stdio.h> before it, so no feature-test macro helps) must
-# compile without a warning under these too.
-USER_STRICT = ["-Wall", "-Wextra", "-Wpedantic", "-Wconversion", "-Wsign-conversion", "-Wshadow",
-               "-Wundef", "-Werror"]
-USER_STRICT_C = USER_STRICT + ["-Wcast-qual", "-Wstrict-prototypes"]
-USER_STRICT_CXX = USER_STRICT + ["-Wold-style-cast"]
-SAN_COMPILER = "clang-19"
-SANITIZERS = [  # name, bazel configs, output tree suffix
-    ("asan+ubsan", ["--config=asan", "--config=ubsan"], "asan"),
-    ("tsan", ["--config=tsan"], "tsan"),
-]
-# Cross targets: --config=<arch> (issue 4), run under qemu-user.
-ARCHS = [
-    ("aarch64", "aarch64-linux-gnu"),
-    ("armv7", "arm-linux-gnueabihf"),
-    ("ppc64le", "powerpc64le-linux-gnu"),
-    ("s390x", "s390x-linux-gnu"),
-    ("riscv64", "riscv64-linux-gnu"),
-    ("i686", "i686-linux-gnu"),
-    ("mips64el", "mips64el-linux-gnuabi64"),
-]
-# x86 CPU models under qemu-x86_64 -cpu (issue 4). A cell runs with
-# --config=cpu-<slug> when .bazelrc has it, else with --config=x86_64_qemu
-# --test_env=QEMU_CPU=<model> (qemu-user reads QEMU_CPU as its -cpu).
-CPU_MODELS = [
-    "qemu64",
-    "Nehalem",
-    "Haswell",
-    "Skylake-Client",
-    "EPYC",
-    "max",
-    "max,-rdtscp",
-    "max,vendor=GenuineIntel,level=0x16",
-]
-# Expected seconds per cell before any has finished (ETA only).
-EST = {"bazel": 110.0, "san": 120.0, "arch": 150.0, "cpu": 60.0, "windows": 150.0, "lang": 4.0}
+# ---- what the matrix is made of: ci/matrix_cells.py, the one file to edit
+# to add a cell (a compiler, a sanitizer, a target; CPU models come from
+# tests/cpu_models.tsv through it).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from matrix_cells import (  # noqa: E402
+    ARCHS, COMPILERS, EST, HEADERS, LANGS, OPTS, QUICK, SAN_COMPILER, SANITIZERS, SINGLE_OPTS,
+    STRICT, USER_STRICT, USER_STRICT_C, USER_STRICT_CXX, cpu_models)
+import matrix_report  # noqa: E402
+from matrix_report import (  # noqa: E402
+    CSS, STATUS_ORDER, counts, fmt_dur, grid, host_desc, machine_brief, mhz, read_cost, sections, shard_lines, tests_brief)
 
-QUICK = [  # regexes over cell names; what `--quick` runs
-    r"^clang-19 bazel x86_64$",
-    r"^gcc-11 bazel x86_64$",
-    r"^clang-19 asan\+ubsan$",
-    r"^(gcc-11|clang-19) single-header ",
-    r"^gcc-12 cross aarch64$",
-    r"^cpu max,-rdtscp$",
-]
 
 BAZEL_COMMON = ["--color=no", "--curses=no", "--show_progress_rate_limit=30"]
 
@@ -225,15 +171,6 @@ def first_errors(text, n=8):
     return out[:n] or lines[-n:]
 
 
-def fmt_dur(s):
-    s = int(round(s))
-    if s < 60:
-        return "%ds" % s
-    if s < 3600:
-        return "%dm%02ds" % (s // 60, s % 60) if s < 600 else "%dm" % (s // 60)
-    return "%dh%02dm" % (s // 3600, (s % 3600) // 60)
-
-
 def parse_info(text):
     for line in reversed(text.splitlines()):
         line = line.strip()
@@ -269,7 +206,7 @@ def all_cells():
                  row="cross", col=arch, needs_config=[arch], bazel_flags=["--config=%s" % arch])
         c.triple = triple
         cells.append(c)
-    for model in CPU_MODELS:
+    for model in cpu_models():
         c = Cell("cpu %s" % model, "cpu", compiler="gcc-12", cpu=model, row="qemu-x86_64", col=model,
                  needs_config=["cpu-%s" % slug(model), "x86_64_qemu"])
         cells.append(c)
@@ -582,266 +519,16 @@ def cell_verdict(rc, tests):
     return True, None
 
 
-# ---- reports ---------------------------------------------------------------
-STATUS_ORDER = {"FAIL": 0, "PASS": 1, "SKIPPED": 2, "PENDING": 3}
-
-
-def mhz(c):
-    if not c.info or c.info.get("hz") is None:
-        return ""
-    return "%.3f MHz" % (c.info["hz"] / 1e6)
-
-
-def read_cost(c):
-    j = c.to_json()
-    if j["read_ns"] is None:
-        return ""
-    s = "%.1f ns" % j["read_ns"]
-    if j["now_read_ns"] is not None:
-        s += " (now() %.1f ns)" % j["now_read_ns"]
-    return s
-
-
-def tests_brief(c):
-    """'38 passed', '24 passed, 14 skipped', '34 passed, 2 failed': a skipped
-    test (target_compatible_with) is not a missing one."""
-    t = c.tests
-    out = "%d passed" % t["passed"]
-    if t["failed"]:
-        out += ", %d failed" % t["failed"]
-    if t["skipped"]:
-        out += ", %d skipped" % t["skipped"]
-    return out
-
-
-def counts(cells):
-    return dict((k, sum(1 for c in cells if c.status == k)) for k in ("PASS", "FAIL", "SKIPPED"))
-
-
-def host_desc():
-    cpu = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except IOError:
-        pass
-    return "%s, %s, %d CPUs" % (platform.platform(), cpu, os.cpu_count() or 0)
-
-
-def grid(cells, kind_filter):
-    """rows, cols, {(row, col): cell} for the cells matching kind_filter."""
-    sel = [c for c in cells if kind_filter(c)]
-    rows, cols = [], []
-    for c in sel:
-        if c.row not in rows:
-            rows.append(c.row)
-        if c.col not in cols:
-            cols.append(c.col)
-    return rows, cols, dict(((c.row, c.col), c) for c in sel)
-
-
-def sections(cells):
-    """(title, rows, cols, map) for each grid of the report."""
-    out = []
-    comp = lambda c: c.kind in ("bazel", "san")  # noqa: E731
-    out.append(("Host compilers: full test suite (Bazel) and sanitizers",) + grid(cells, comp))
-    for h in HEADERS:
-        out.append(("Language modes: %s (-Wall -Wextra -Werror -pedantic; c_api_test run)" % h,)
-                   + grid(cells, lambda c, h=h: c.kind == "lang" and c.header == h))
-    out.append(("Targets (--config=<arch>, QEMU user mode) and Windows",)
-               + grid(cells, lambda c: c.kind in ("arch", "windows")))
-    out.append(("x86 CPU models (qemu-x86_64 -cpu MODEL)",) + grid(cells, lambda c: c.kind == "cpu"))
-    return [s for s in out if s[1]]
-
-
 def write_md(cells, meta):
-    n = counts(cells)
-    L = []
-    L.append("# tickclock matrix report")
-    L.append("")
-    L.append("%s run of `ci/matrix%s`, %s, %s total on %s." % (
-        "Quick" if meta["quick"] else "Full", meta["args"], meta["finished"], fmt_dur(meta["elapsed_s"]),
-        meta["host"]))
-    L.append("")
-    for line in shard_lines(meta):
-        L.append("- " + line)
-    if shard_lines(meta):
-        L.append("")
-    L.append("**%d cells: %d PASS, %d FAIL, %d SKIPPED.**" % (len(cells), n["PASS"], n["FAIL"], n["SKIPPED"]))
-    L.append("")
-    for title, rows, cols, m in sections(cells):
-        L.append("## " + title)
-        L.append("")
-        L.append("| | " + " | ".join(cols) + " |")
-        L.append("|---|" + "---|" * len(cols))
-        for r in rows:
-            vals = []
-            for col in cols:
-                c = m.get((r, col))
-                if c is None:
-                    vals.append("–")
-                else:
-                    v = c.status
-                    if c.kind != "lang" and c.status != "SKIPPED":
-                        v += " (%s)" % tests_brief(c)
-                    vals.append(v)
-            L.append("| %s | %s |" % (r, " | ".join(vals)))
-        L.append("")
-    L.append("## Cells")
-    L.append("")
-    L.append("| cell | status | version | tests p/f/s | source | frequency, method | read cost | time | log |")
-    L.append("|---|---|---|---|---|---|---|---|---|")
-    lang_rows = {}
-    for c in cells:
-        if c.kind == "lang":
-            lang_rows.setdefault((c.compiler, c.header), []).append(c)
-            continue
-        L.append("| %s | %s | %s | %s | %s | %s | %s | %s | [log](%s) |" % (
-            c.name, c.status + (": " + c.reason if c.status == "SKIPPED" else ""), c.version,
-            "%d/%d/%d" % (c.tests["passed"], c.tests["failed"], c.tests["skipped"]) if c.status != "SKIPPED" else "",
-            (c.info or {}).get("source", ""),
-            ("%s, %s" % (mhz(c), (c.info or {}).get("freq_method", ""))) if c.info else "",
-            read_cost(c), "%.0fs" % c.seconds if c.status != "SKIPPED" else "", c.log))
-    for (comp, header), cs in lang_rows.items():
-        n2 = counts(cs)
-        srcs = sorted(set((c.info or {}).get("source", "?") for c in cs if c.info))
-        L.append("| %s %s, %d modes | %s | %s | %d/%d/0 | %s | %s | %s | %.0fs | %s |" % (
-            comp, header, len(cs), "PASS" if n2["FAIL"] == 0 and n2["PASS"] else
-            ("FAIL %d" % n2["FAIL"] if n2["FAIL"] else "SKIPPED"),
-            cs[0].version, n2["PASS"], n2["FAIL"], ", ".join(srcs),
-            ", ".join(sorted(set("%s, %s" % (mhz(c), c.info.get("freq_method")) for c in cs if c.info))),
-            "", sum(c.seconds for c in cs), "see report.json"))
-    L.append("")
-    fails = [c for c in cells if c.status == "FAIL"]
-    if fails:
-        L.append("## Failures")
-        L.append("")
-        for c in fails:
-            L.append("### %s ([log](%s))" % (c.name, c.log))
-            L.append("")
-            L.append("```")
-            L.extend(c.errors or [c.reason])
-            L.append("```")
-            L.append("")
-    skips = [c for c in cells if c.status == "SKIPPED"]
-    if skips:
-        L.append("## Skipped")
-        L.append("")
-        for c in skips:
-            L.append("- %s: %s" % (c.name, c.reason))
-        L.append("")
-    L.append("%d passed, %d failed, %d skipped" % (n["PASS"], n["FAIL"], n["SKIPPED"]))
-    with open(os.path.join(OUT, "report.md"), "w") as f:
-        f.write("\n".join(L) + "\n")
-
-
-CSS = """
-body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:20px;color:#1b1f24;background:#fff}
-h1{font-size:22px;margin:0 0 4px} h2{font-size:16px;margin:22px 0 6px}
-.meta{color:#57606a;margin-bottom:8px}
-.sum span{display:inline-block;padding:3px 10px;border-radius:12px;margin-right:6px;font-weight:600}
-table{border-collapse:collapse;margin:4px 0 8px}
-th,td{border:1px solid #d0d7de;padding:3px 6px;text-align:center;vertical-align:top}
-th{background:#f6f8fa;font-weight:600;max-width:150px;overflow-wrap:anywhere}
-th.row{white-space:nowrap}
-th.row{text-align:left}
-td.c a{color:inherit;text-decoration:none;display:block}
-td.c{min-width:54px;font-weight:600;font-size:12px}
-td.PASS,.PASS{background:#2da44e;color:#fff} td.FAIL,.FAIL{background:#cf222e;color:#fff}
-td.SKIPPED,.SKIPPED{background:#d0d7de;color:#444} td.none{background:#fafbfc;color:#bbb}
-td.c small{display:block;font-weight:400;font-size:11px;opacity:.9;white-space:nowrap}
-td.SKIPPED small{white-space:normal;max-width:120px;margin:auto}
-td.c pre{font-size:10px;text-align:left;white-space:pre-wrap;word-break:break-all;max-width:190px;max-height:9em;overflow:hidden;margin:2px 0 0;font-weight:400}
-table.detail td{text-align:left;font-size:12px} table.detail th{overflow-wrap:normal} table.detail td.st{font-weight:600}
-pre.err{background:#fff5f5;border:1px solid #f1aeb5;padding:6px;font-size:12px;white-space:pre-wrap}
-.legend span{display:inline-block;padding:1px 8px;margin-right:4px;border-radius:3px;font-size:12px}
-"""
+    matrix_report.write_md(cells, meta, OUT)
 
 
 def write_html(cells, meta):
-    n = counts(cells)
-    e = html.escape
-    H = []
-    H.append("<!DOCTYPE html><html><head><meta charset='utf-8'><title>tickclock matrix</title>"
-             "<style>%s</style></head><body>" % CSS)
-    H.append("<h1>tickclock matrix</h1>")
-    H.append("<div class='meta'>%s run of <code>ci/matrix%s</code> &middot; %s &middot; %s total &middot; %s</div>" % (
-        "Quick" if meta["quick"] else "Full", e(meta["args"]), e(meta["finished"]), fmt_dur(meta["elapsed_s"]),
-        e(meta["host"])))
-    for line in shard_lines(meta):
-        H.append("<div class='meta'>%s</div>" % e(line))
-    H.append("<div class='sum'><span class='PASS'>%d PASS</span><span class='%s'>%d FAIL</span>"
-             "<span class='SKIPPED'>%d SKIPPED</span> of %d cells</div>" % (
-                 n["PASS"], "FAIL" if n["FAIL"] else "SKIPPED", n["FAIL"], n["SKIPPED"], len(cells)))
-    for title, rows, cols, m in sections(cells):
-        H.append("<h2>%s</h2><table><tr><th></th>%s</tr>" % (e(title), "".join("<th>%s</th>" % e(c) for c in cols)))
-        for r in rows:
-            H.append("<tr><th class='row'>%s</th>" % e(r))
-            for col in cols:
-                c = m.get((r, col))
-                if c is None:
-                    H.append("<td class='none'>&ndash;</td>")
-                    continue
-                tip = [c.name, c.status]
-                if c.version:
-                    tip.append(c.version)
-                if c.reason:
-                    tip.append(c.reason)
-                if c.info:
-                    tip.append("source %s, %s, %s, read %s" % (c.info.get("source"), mhz(c),
-                                                               c.info.get("freq_method"), read_cost(c)))
-                body = e(c.status if c.status != "SKIPPED" else "SKIP")
-                small = ""
-                if c.kind != "lang" and c.status != "SKIPPED":
-                    small += tests_brief(c)
-                if c.info and c.status == "PASS":
-                    small += ("<br>" if small else "") + e(c.info.get("source", ""))
-                if c.status != "SKIPPED":
-                    small += ("<br>" if small else "") + "%.0fs" % c.seconds
-                elif c.kind != "lang":
-                    small = e(c.reason)
-                err = ""
-                if c.status == "FAIL":
-                    err = "<pre>%s</pre>" % e("\n".join((c.errors or [c.reason])[:4]))
-                H.append("<td class='c %s' title='%s'><a href='%s'>%s<small>%s</small></a>%s</td>" % (
-                    c.status, e(" | ".join(tip), quote=True), e(c.log), body, small, err))
-            H.append("</tr>")
-        H.append("</table>")
-    fails = [c for c in cells if c.status == "FAIL"]
-    if fails:
-        H.append("<h2>Failures</h2>")
-        for c in fails:
-            H.append("<h3><a href='%s'>%s</a></h3><pre class='err'>%s</pre>" % (
-                e(c.log), e(c.name), e("\n".join(c.errors or [c.reason]))))
-    H.append("<h2>All cells</h2><table class='detail'><tr><th>cell</th><th>status</th><th>compiler version</th>"
-             "<th>flags</th><th>tests p/f/s</th><th>source</th><th>frequency, method</th><th>read cost</th>"
-             "<th>time</th><th>reason / notes</th></tr>")
-    for c in sorted(cells, key=lambda c: STATUS_ORDER.get(c.status, 9)):
-        H.append("<tr><td><a href='%s'>%s</a></td><td class='st %s'>%s</td><td>%s</td><td><code>%s</code></td>"
-                 "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>" % (
-                     e(c.log), e(c.name), c.status, c.status, e(c.version), e(c.flags),
-                     "%d/%d/%d" % (c.tests["passed"], c.tests["failed"], c.tests["skipped"])
-                     if c.status != "SKIPPED" else "",
-                     e((c.info or {}).get("source", "")),
-                     e("%s, %s" % (mhz(c), c.info.get("freq_method"))) if c.info else "",
-                     e(read_cost(c)), "%.1fs" % c.seconds if c.status != "SKIPPED" else "",
-                     e("; ".join(([c.reason] if c.reason else []) + c.notes))))
-    H.append("</table></body></html>")
-    with open(os.path.join(OUT, "report.html"), "w") as f:
-        f.write("\n".join(H) + "\n")
+    matrix_report.write_html(cells, meta, OUT)
 
 
 def write_json(cells, meta):
-    n = counts(cells)
-    doc = dict(meta)
-    doc["counts"] = {"cells": len(cells), "pass": n["PASS"], "fail": n["FAIL"], "skipped": n["SKIPPED"]}
-    doc["cells"] = [c.to_json() for c in cells]
-    with open(os.path.join(OUT, "report.json"), "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    matrix_report.write_json(cells, meta, OUT)
 
 
 def rerender():
@@ -974,31 +661,6 @@ def machine():
     return {"hostname": platform.node(), "arch": platform.machine(), "cpu": cpu or platform.processor() or "unknown",
             "kernel": "%s %s" % (platform.system(), platform.release()), "clocksource": cs,
             "cpus": os.cpu_count() or 0}
-
-
-def machine_brief(m):
-    return "%s (%s, %s, %d CPUs), kernel %s, clocksource %s" % (
-        m.get("hostname", "?"), m.get("cpu", "?"), m.get("arch", "?"), m.get("cpus", 0),
-        m.get("kernel", "?"), m.get("clocksource", "?"))
-
-
-def shard_lines(meta):
-    """Header lines of a report: which machine ran which shard."""
-    out = []
-    if meta.get("shards"):
-        for s in meta["shards"]:
-            out.append("shard %s (%d cells, %s, %s): %s" % (
-                s["shard"], s["cells"], fmt_dur(s.get("elapsed_s") or 0), s.get("dir", ""),
-                machine_brief(s["machine"]) if s.get("machine") else s.get("host", "")))
-    elif meta.get("shard"):
-        out.append("shard %s of %d selected cells (split by %s): %s" % (
-            meta["shard"]["spec"], len(meta.get("selection") or []), meta["shard"].get("timings", "?"),
-            machine_brief(meta["machine"]) if meta.get("machine") else meta.get("host", "")))
-    rc = meta.get("remote_cache")
-    if rc:
-        out.append("remote cache %s: %d remote cache hit of %d processes (%d internal) over %d Bazel runs" % (
-            rc["url"], rc["hits"], rc["processes"], rc["internal"], rc["bazel_runs"]))
-    return out
 
 
 def cache_key(cell_or_name, version, flags):

@@ -9,6 +9,9 @@ tmp=${TEST_TMPDIR:-$(mktemp -d)}
 root=$tmp/root
 mkdir -p "$root/ci" "$root/out/matrix"
 cp "$src" "$root/ci/matrix.py"  # ROOT is the script's parent's parent
+cp "$(dirname "$src")"/matrix_{cells,report}.py "$root/ci/"  # its cell table and report
+mkdir -p "$root/tests"  # the CPU-model table it reads
+cp "$TEST_SRCDIR/$TEST_WORKSPACE/tests/cpu_models.tsv" "$root/tests/"
 out=$root/out/matrix
 fail=0
 check() { # what, command...

@@ -69,6 +69,7 @@ check "empty log, rc 0" "0 passed, 0 failed, 0 skipped" "$("$summarize" "$tmp/br
 
 # ci/matrix.py: the same counting, and the cell verdict
 cp "$matrix" "$tmp/matrix_under_test.py"
+cp "$(dirname "$matrix")"/matrix_{cells,report}.py "$tmp/"  # its cell table and report
 py=$(cd "$tmp" && python3 - "$tmp/bazel.log" "$logs" <<'PY'
 import sys
 import matrix_under_test as m

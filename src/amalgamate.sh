@@ -110,7 +110,7 @@ BANNER
   printf '#endif /* __cplusplus && !TICKCLOCK_NO_CXX_API */\n'
   printf '\n#ifdef TICKCLOCK_IMPLEMENTATION\n'
   printf '#ifndef TICKCLOCK_IMPLEMENTATION_DONE\n#define TICKCLOCK_IMPLEMENTATION_DONE\n'
-  printf '#define TICKCLOCK__SINGLE_HEADER 1\n'
+  printf '#define TKC_SINGLE_HEADER 1\n'
   cat <<'PRAGMA'
 /* The implementation is C99 (the C/C++ common subset). Compiled as C++ it
  * keeps its C casts: -Wold-style-cast is off from here to the end of the

@@ -2,8 +2,9 @@
 //
 // Decodes this CPU (or a recorded dump, --file) with the core's pure
 // decoder and frequency rules. --dump prints the leaves in the fixture
-// format of DESIGN.md, so a user on a new CPU or hypervisor can contribute
-// one; --json prints the keys DESIGN.md fixes (absent data is null).
+// format (src/tickclock/README.md), so a user on a new CPU or hypervisor can
+// contribute one; --json prints the keys listed in the README's probe
+// section (absent data is null).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -19,128 +20,12 @@
 
 #include "internal.h"
 #include "src/probe/commands.h"
+#include "src/probe/cpuid_dump.h"
 #include "src/probe/json.h"
 #include "src/probe/util.h"
 
 namespace tickclock_probe {
 namespace {
-
-struct Leaf {
-  uint32_t leaf, subleaf;
-  tickclock_cpuid_regs r;
-};
-
-std::string hex8(uint32_t v) {
-  char b[16];
-  std::snprintf(b, sizeof b, "%08x", v);
-  return b;
-}
-
-// The first line of a /sys file, as the core's evidence gathering reads it.
-std::string read_line(const char *path) {
-  char buf[256];
-  return tickclock__p_read_line(path, buf, sizeof buf) ? std::string(buf) : std::string();
-}
-
-// Every leaf of this CPU worth keeping, ranges gated as the decoder does.
-std::vector<Leaf> enumerate_native() {
-  std::vector<Leaf> out;
-  auto get = [&](uint32_t leaf, uint32_t sub) {
-    Leaf l{leaf, sub, {0, 0, 0, 0}};
-    tickclock_cpuid_native(nullptr, leaf, sub, &l.r);
-    return l;
-  };
-  auto nonzero = [](const Leaf &l) { return l.r.eax | l.r.ebx | l.r.ecx | l.r.edx; };
-  Leaf l0 = get(0, 0);
-  if (!tickclock_cpuid_native(nullptr, 0, 0, &l0.r)) return out;
-  uint32_t max = l0.r.eax > 0x7f ? 0x7f : l0.r.eax;
-  bool hv = false;
-  for (uint32_t leaf = 0; leaf <= max; leaf++) {
-    Leaf s0 = get(leaf, 0);
-    out.push_back(s0);
-    if (leaf == 1) hv = (s0.r.ecx >> 31) & 1;
-    if (leaf == 4) {
-      for (uint32_t s = 1; s < 16; s++) {
-        Leaf l = get(leaf, s);
-        if ((l.r.eax & 0x1f) == 0) break;
-        out.push_back(l);
-      }
-    } else if (leaf == 0xb || leaf == 0x1f) {
-      for (uint32_t s = 1; s < 8; s++) {
-        Leaf l = get(leaf, s);
-        if (((l.r.ecx >> 8) & 0xff) == 0) break;
-        out.push_back(l);
-      }
-    } else if (leaf == 0xd) {
-      for (uint32_t s = 1; s < 64; s++) {
-        Leaf l = get(leaf, s);
-        if (nonzero(l)) out.push_back(l);
-      }
-    } else if (leaf == 0xf || leaf == 0x10 || leaf == 0x12) {
-      for (uint32_t s = 1; s < 4; s++) {
-        Leaf l = get(leaf, s);
-        if (nonzero(l)) out.push_back(l);
-      }
-    } else if (leaf == 7 || leaf == 0x14 || leaf == 0x17 || leaf == 0x18 || leaf == 0x1d ||
-               leaf == 0x20 || leaf == 0x23) {
-      uint32_t n = s0.r.eax > 15 ? 15 : s0.r.eax;
-      for (uint32_t s = 1; s <= n; s++) out.push_back(get(leaf, s));
-    }
-  }
-  if (hv) {
-    for (uint32_t base = 0x40000000u; base < 0x40010000u; base += 0x100u) {
-      Leaf b = get(base, 0);
-      if (b.r.eax < base || b.r.eax > base + 0xff) continue;
-      out.push_back(b);
-      for (uint32_t leaf = base + 1; leaf <= b.r.eax; leaf++) {
-        out.push_back(get(leaf, 0));
-        if (leaf == base + 3) {  // Xen's TSC leaf has subleaves 1 and 2
-          char sig[13];
-          std::memcpy(sig, &b.r.ebx, 4);
-          std::memcpy(sig + 4, &b.r.ecx, 4);
-          std::memcpy(sig + 8, &b.r.edx, 4);
-          if (std::memcmp(sig, "XenVMMXenVMM", 12) == 0)
-            for (uint32_t s = 1; s < 3; s++) out.push_back(get(leaf, s));
-        }
-      }
-    }
-  }
-  Leaf e = get(0x80000000u, 0);
-  if (e.r.eax >= 0x80000000u && e.r.eax <= 0x8000ffffu) {
-    uint32_t emax = e.r.eax > 0x8000007fu ? 0x8000007fu : e.r.eax;
-    for (uint32_t leaf = 0x80000000u; leaf <= emax; leaf++) {
-      out.push_back(get(leaf, 0));
-      if (leaf == 0x8000001du)
-        for (uint32_t s = 1; s < 8; s++) {
-          Leaf l = get(leaf, s);
-          if ((l.r.eax & 0x1f) == 0) break;
-          out.push_back(l);
-        }
-    }
-  }
-  if (out.size() > TICKCLOCK_FIXTURE_MAX_LEAVES) out.resize(TICKCLOCK_FIXTURE_MAX_LEAVES);
-  return out;
-}
-
-void print_dump(const std::vector<Leaf> &leaves, bool native, FILE *out = stdout) {
-  if (native) {
-    struct utsname u;
-    std::time_t now = std::time(nullptr);
-    char date[64];
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    std::fprintf(out, "# source: tickclock-probe cpuid --dump\n");
-    std::fprintf(out, "# date: %s\n", date);
-    if (uname(&u) == 0) std::fprintf(out, "# kernel: %s %s %s\n", u.sysname, u.release, u.machine);
-    std::string cs = read_line(TICKCLOCK__SYSFS_CURRENT_CLOCKSOURCE);
-    std::string av = read_line(TICKCLOCK__SYSFS_AVAILABLE_CLOCKSOURCE);
-    if (!cs.empty()) std::fprintf(out, "# clocksource: %s\n", cs.c_str());
-    if (!av.empty()) std::fprintf(out, "# available_clocksource: %s\n", av.c_str());
-  }
-  for (const Leaf &l : leaves)
-    std::fprintf(out, "%s %s %s %s %s %s\n", hex8(l.leaf).c_str(), hex8(l.subleaf).c_str(),
-                hex8(l.r.eax).c_str(), hex8(l.r.ebx).c_str(), hex8(l.r.ecx).c_str(),
-                hex8(l.r.edx).c_str());
-}
 
 std::string hz_text(const tickclock_freq &f) {
   char b[64];
@@ -171,7 +56,7 @@ TableAnswer table_answer(const tickclock_x86_facts &x) {
     a.applies = true;
     a.num = (uint64_t)a.entry->hz * x.leaf15_num;
     a.den = x.leaf15_den;
-    tickclock__reduce(&a.num, &a.den);
+    tkc_reduce(&a.num, &a.den);
   }
   return a;
 }
@@ -188,7 +73,7 @@ std::string crystal_table_json(const tickclock_x86_facts &x, const tickclock_fre
                   (a.fits_base < 0 ? std::string("null") : json_b(a.fits_base)) +
                   ", \"ppm_vs_linux\": ";
   if (a.applies && linux_rule)
-    o += json_num(tickclock__ppm(a.num, a.den, linux_rule->hz_num, linux_rule->hz_den));
+    o += json_num(tkc_ppm(a.num, a.den, linux_rule->hz_num, linux_rule->hz_den));
   else
     o += "null";
   o += ", \"parts\": " + (a.entry ? json_str(a.entry->parts) : std::string("null")) +
@@ -296,7 +181,7 @@ void print_human(const tickclock_x86_facts &x, const char *what) {
                   (unsigned)x.xen_max_leaf, x.xen_leaf3_valid ? "" : ", no TSC leaf");
     if (x.xen_leaf3_valid)
       std::printf("  Xen TSC       flags 0x%x (vtsc %s), tsc_mode %u, %u kHz\n",
-                  (unsigned)x.xen_tsc_flags, yn(x.xen_tsc_flags & 1), (unsigned)x.xen_tsc_mode,
+                  (unsigned)x.xen_tsc_flags, yn(x.xen_tsc_flags & TICKCLOCK_XEN_TSC_VTSC), (unsigned)x.xen_tsc_mode,
                   (unsigned)x.xen_tsc_khz);
     if (x.hyperv_valid)
       std::printf("  Hyper-V       features 0x%08x misc 0x%08x: frequency MSRs %s, TSC invariant %s\n",
@@ -429,6 +314,3 @@ int cmd_cpuid(int argc, char **argv) {
 
 }  // namespace tickclock_probe
 
-namespace tickclock_probe {
-void write_cpuid_dump(FILE *f) { print_dump(enumerate_native(), true, f); }
-}  // namespace tickclock_probe

@@ -86,7 +86,7 @@ FILE *open_output(const std::string &opt, const std::string &path) {
 
 std::string esc(const std::string &s) {
   std::vector<char> buf(s.size() * 4 + 1);
-  tickclock__escape(buf.data(), buf.size(), s.c_str());
+  tkc_escape(buf.data(), buf.size(), s.c_str());
   return buf.data();
 }
 
@@ -110,8 +110,8 @@ const char *interrupt_name() {
   return g_interrupted == SIGINT ? "SIGINT" : g_interrupted == SIGTERM ? "SIGTERM" : "a signal";
 }
 
-uint64_t mono_raw_ns() { return tickclock__os_now_raw(); }
-uint64_t mono_ns() { return tickclock__os_now(); }
+uint64_t mono_raw_ns() { return tkc_os_now_raw(); }
+uint64_t mono_ns() { return tkc_os_now(); }
 uint64_t read_now() { return tickclock_now(); }
 uint64_t read_now_ordered() { return tickclock_now_ordered(); }
 
@@ -130,16 +130,16 @@ uint64_t read_mono_raw() { return read_cg(CLOCK_MONOTONIC_RAW); }
 uint64_t read_mono_coarse() { return read_cg(CLOCK_MONOTONIC_COARSE); }
 #endif
 #if defined(__x86_64__) || defined(__i386__)
-uint64_t read_rdtsc() { return tickclock__x86_rdtsc(); }
-uint64_t read_lfence_rdtsc() { return tickclock__x86_rdtsc_ordered(); }
+uint64_t read_rdtsc() { return tkc_x86_rdtsc(); }
+uint64_t read_lfence_rdtsc() { return tkc_x86_rdtsc_ordered(); }
 uint64_t read_rdtscp() {
   uint32_t aux;
-  return tickclock__x86_rdtscp(&aux);
+  return tkc_x86_rdtscp(&aux);
 }
 #endif
-#if defined(TICKCLOCK__ARCH_COUNTER)
-uint64_t read_arch() { return tickclock__arch_read(); }
-uint64_t read_arch_ordered() { return tickclock__arch_read_ordered(); }
+#if defined(TKC_ARCH_COUNTER)
+uint64_t read_arch() { return tkc_arch_read(); }
+uint64_t read_arch_ordered() { return tkc_arch_read_ordered(); }
 #endif
 
 }  // namespace
@@ -148,21 +148,21 @@ std::vector<Reader> all_readers() {
   std::vector<Reader> v;
   const tickclock_info *info = tickclock_info_get();
   tickclock_evidence ev;
-  tickclock__gather(nullptr, &ev);
+  tkc_gather(nullptr, &ev);
   char why[TICKCLOCK_REASON_LEN] = "";
-  bool counter_ok = ev.arch_counter && tickclock__counter_executable(&ev, why, sizeof why);
+  bool counter_ok = ev.arch_counter && tkc_counter_executable(&ev, why, sizeof why);
 
   tickclock_conv counter_conv;
   bool have_conv = false;
   std::string conv_why;
-#if defined(TICKCLOCK__ARCH_COUNTER)
+#if defined(TKC_ARCH_COUNTER)
   if (counter_ok) {
     if (info->source == ev.arch_counter) {
       counter_conv = info->conv;
       have_conv = true;
     } else {
       tickclock_calibration cal;
-      if (tickclock__calibrate(read_arch_ordered, 20, &cal) &&
+      if (tkc_calibrate(read_arch_ordered, 20, &cal) &&
           tickclock_conv_init(&counter_conv, cal.hz_num, cal.hz_den) == TICKCLOCK_OK)
         have_conv = true;
       else
@@ -207,10 +207,10 @@ std::vector<Reader> all_readers() {
   bool rdtscp = counter_ok && ev.x86.rdtscp;
   add("rdtscp", "RDTSCP", read_rdtscp, false, rdtscp,
       counter_ok ? "CPUID.80000001H:EDX[27] (RDTSCP) is clear: it would raise #UD" : why);
-#elif defined(TICKCLOCK__ARCH_COUNTER)
-  add(tickclock_source_name(TICKCLOCK__ARCH_COUNTER), "the architectural counter", read_arch,
+#elif defined(TKC_ARCH_COUNTER)
+  add(tickclock_source_name(TKC_ARCH_COUNTER), "the architectural counter", read_arch,
       false, counter_ok, why);
-  add((std::string(tickclock_source_name(TICKCLOCK__ARCH_COUNTER)) + "_ordered").c_str(),
+  add((std::string(tickclock_source_name(TKC_ARCH_COUNTER)) + "_ordered").c_str(),
       "the architectural counter, ordered", read_arch_ordered, false, counter_ok, why);
 #endif
   add("clock_gettime", "clock_gettime(CLOCK_MONOTONIC)", read_mono, true, true, "");

@@ -66,7 +66,7 @@ void parse_options(int argc, char **argv, const char *expected, F on) {
 // source forced, or throws a UsageError saying why it cannot be used here
 // (an unknown name: the list of valid ones).
 void force_source(const std::string &name);
-// "auto, system, tsc, cntvct, timebase, tod, rdtime, qpc"
+// The source names, from the core's name table: "auto, system, tsc, ...".
 std::string source_names();
 
 // Opens an output file (--svg, --fixture-out) before any measurement, so

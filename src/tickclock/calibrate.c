@@ -10,18 +10,20 @@
  * plus one tick at each end for the counter's quantum, which is what
  * uncertainty_ppm reports.
  */
-#include "internal.h"
+#include "calibrate.h"
+#include "freq.h"
+#include "platform.h"
 
-#define TICKCLOCK__CAL_TRIES 16
+#define TKC_CAL_TRIES 16
 
-tickclock__bracket tickclock__tightest_bracket(uint64_t (*rd)(void)) {
-  tickclock__bracket best;
+tkc_bracket tkc_tightest_bracket(uint64_t (*rd)(void)) {
+  tkc_bracket best;
   int i;
   best.width = UINT64_MAX;
   best.mid = best.ns = 0;
-  for (i = 0; i < TICKCLOCK__CAL_TRIES; i++) {
+  for (i = 0; i < TKC_CAL_TRIES; i++) {
     uint64_t c0 = rd();
-    uint64_t ns = tickclock__p_raw_ns();
+    uint64_t ns = tkc_p_raw_ns();
     uint64_t c1 = rd();
     if (c1 < c0) continue; /* went backwards: not a bracket */
     if (c1 - c0 < best.width) {
@@ -35,16 +37,16 @@ tickclock__bracket tickclock__tightest_bracket(uint64_t (*rd)(void)) {
 
 /* Waits until the raw clock reaches target: sleeps most of it, spins the
  * last 300 us. */
-static void tickclock__wait_until(uint64_t target) {
-  uint64_t now = tickclock__p_raw_ns();
-  if (target > now + UINT64_C(300000)) tickclock__p_sleep_ns(target - now - UINT64_C(300000));
-  while (tickclock__p_raw_ns() < target) {
+static void tkc_wait_until(uint64_t target) {
+  uint64_t now = tkc_p_raw_ns();
+  if (target > now + UINT64_C(300000)) tkc_p_sleep_ns(target - now - UINT64_C(300000));
+  while (tkc_p_raw_ns() < target) {
   }
 }
 
 /* Fills out from the brackets a (start) and b (end); 1 if they make a
  * calibration. */
-static int tickclock__cal_from(tickclock__bracket a, tickclock__bracket b,
+static int tkc_cal_from(tkc_bracket a, tkc_bracket b,
                                tickclock_calibration *out) {
   out->ok = 0;
   out->bracket_start = a.width;
@@ -58,7 +60,7 @@ static int tickclock__cal_from(tickclock__bracket a, tickclock__bracket b,
     if (out->ticks == 0 && out->ns == 0) out->ns = 1;
     return 0;
   }
-  tickclock__ratio_hz(out->ticks, out->ns, &out->hz_num, &out->hz_den);
+  tkc_ratio_hz(out->ticks, out->ns, &out->hz_num, &out->hz_den);
   out->hz = (double)out->hz_num / (double)out->hz_den;
   /* each end: half its bracket, plus the counter's own quantum (a read is
    * the count of whole ticks: 16 ns at 62.5 MHz, not negligible over 1 ms) */
@@ -69,17 +71,17 @@ static int tickclock__cal_from(tickclock__bracket a, tickclock__bracket b,
   return 1;
 }
 
-int tickclock__calibrate(uint64_t (*rd)(void), uint32_t ms, tickclock_calibration *out) {
-  tickclock__bracket a, b;
+int tkc_calibrate(uint64_t (*rd)(void), uint32_t ms, tickclock_calibration *out) {
+  tkc_bracket a, b;
   uint32_t span;
   int quick = ms == 0;
   if (quick) ms = TICKCLOCK_CAL_QUICK_MS;
   if (ms > 1000) ms = 1000;
-  a = tickclock__tightest_bracket(rd);
+  a = tkc_tightest_bracket(rd);
   for (span = ms;; span *= 4) {
-    tickclock__wait_until(a.ns + (uint64_t)span * UINT64_C(1000000));
-    b = tickclock__tightest_bracket(rd);
-    if (!tickclock__cal_from(a, b, out)) return 0;
+    tkc_wait_until(a.ns + (uint64_t)span * UINT64_C(1000000));
+    b = tkc_tightest_bracket(rd);
+    if (!tkc_cal_from(a, b, out)) return 0;
     /* a preempted bracket at either end widens the bound: measure the end
      * again further away (the start bracket stays) */
     if (!quick || out->uncertainty_ppm <= TICKCLOCK_CAL_TARGET_PPM ||
@@ -89,12 +91,12 @@ int tickclock__calibrate(uint64_t (*rd)(void), uint32_t ms, tickclock_calibratio
 }
 
 /* A refinement: the same start bracket, a new end bracket now. */
-int tickclock__calibrate_from(uint64_t (*rd)(void), const tickclock_calibration *first,
+int tkc_calibrate_from(uint64_t (*rd)(void), const tickclock_calibration *first,
                               tickclock_calibration *out) {
-  tickclock__bracket a, b;
+  tkc_bracket a, b;
   a.mid = first->start_mid;
   a.ns = first->start_ns;
   a.width = first->bracket_start;
-  b = tickclock__tightest_bracket(rd);
-  return tickclock__cal_from(a, b, out);
+  b = tkc_tightest_bracket(rd);
+  return tkc_cal_from(a, b, out);
 }

@@ -10,12 +10,12 @@
  * exactly 1e9 ns). Rounding down would instead turn every exact result
  * into one less.
  */
-#include "internal.h"
+#include "freq.h"
 
 /* floor((hi*2^64 + lo) / d) for hi < d; remainder in *rem. Restoring
  * division, one quotient bit per step: init-time only, and portable to
  * targets without a 128-bit divide. */
-static uint64_t tickclock__div128(uint64_t hi, uint64_t lo, uint64_t d, uint64_t *rem) {
+static uint64_t tkc_div128(uint64_t hi, uint64_t lo, uint64_t d, uint64_t *rem) {
   uint64_t q = 0;
   int i;
   for (i = 0; i < 64; i++) {
@@ -32,7 +32,7 @@ static uint64_t tickclock__div128(uint64_t hi, uint64_t lo, uint64_t d, uint64_t
   return q;
 }
 
-static uint64_t tickclock__gcd(uint64_t a, uint64_t b) {
+static uint64_t tkc_gcd(uint64_t a, uint64_t b) {
   while (b) {
     uint64_t t = a % b;
     a = b;
@@ -43,12 +43,12 @@ static uint64_t tickclock__gcd(uint64_t a, uint64_t b) {
 
 /* n / d as integer part and rounded-up 64-bit fraction; n = n_hi:n_lo.
  * Returns 0 if the integer part does not fit in 64 bits. */
-static int tickclock__fixed(uint64_t n_hi, uint64_t n_lo, uint64_t d, uint64_t *ip,
+static int tkc_fixed(uint64_t n_hi, uint64_t n_lo, uint64_t d, uint64_t *ip,
                             uint64_t *fp) {
   uint64_t rem, frac_rem;
   if (n_hi >= d) return 0;
-  *ip = tickclock__div128(n_hi, n_lo, d, &rem);
-  *fp = tickclock__div128(rem, 0, d, &frac_rem);
+  *ip = tkc_div128(n_hi, n_lo, d, &rem);
+  *fp = tkc_div128(rem, 0, d, &frac_rem);
   if (frac_rem != 0) *fp += 1; /* cannot wrap: rem < d implies fp < 2^64 - 1 */
   return 1;
 }
@@ -58,7 +58,7 @@ int tickclock_conv_init(tickclock_conv *c, uint64_t hz_num, uint64_t hz_den) {
   uint64_t g, num, den, ns_hi, ns_lo, d1e9_lo, d1e9_hi;
   tickclock_conv out;
   if (c == NULL || hz_num == 0 || hz_den == 0) return TICKCLOCK_EINVAL;
-  g = tickclock__gcd(hz_num, hz_den);
+  g = tkc_gcd(hz_num, hz_den);
   num = hz_num / g;
   den = hz_den / g;
   /* 1 Hz <= f <= 1 THz */
@@ -67,14 +67,14 @@ int tickclock_conv_init(tickclock_conv *c, uint64_t hz_num, uint64_t hz_den) {
       (num / den == UINT64_C(1000000000000) && num % den != 0))
     return TICKCLOCK_EINVAL;
   /* ticks per ns divides by 1e9*den, which must fit in 64 bits */
-  d1e9_hi = tickclock__mul64(den, giga, &d1e9_lo);
+  d1e9_hi = tkc_mul64(den, giga, &d1e9_lo);
   if (d1e9_hi != 0) return TICKCLOCK_EINVAL;
   out.hz_num = num;
   out.hz_den = den;
   ns_hi = d1e9_hi;
   ns_lo = d1e9_lo;
-  if (!tickclock__fixed(ns_hi, ns_lo, num, &out.ns_int, &out.ns_frac)) return TICKCLOCK_EINVAL;
-  if (!tickclock__fixed(0, num, d1e9_lo, &out.tk_int, &out.tk_frac)) return TICKCLOCK_EINVAL;
+  if (!tkc_fixed(ns_hi, ns_lo, num, &out.ns_int, &out.ns_frac)) return TICKCLOCK_EINVAL;
+  if (!tkc_fixed(0, num, d1e9_lo, &out.tk_int, &out.tk_frac)) return TICKCLOCK_EINVAL;
   *c = out;
   return TICKCLOCK_OK;
 }
@@ -82,7 +82,7 @@ int tickclock_conv_init(tickclock_conv *c, uint64_t hz_num, uint64_t hz_den) {
 /* ticks*1e9/ns as a reduced rational (for calibration results); if the
  * exact numerator does not fit, both sides are shifted down, which costs
  * far less than the measurement's own uncertainty (< 1e-9 relative). */
-void tickclock__ratio_hz(uint64_t ticks, uint64_t ns, uint64_t *num, uint64_t *den) {
+void tkc_ratio_hz(uint64_t ticks, uint64_t ns, uint64_t *num, uint64_t *den) {
   const uint64_t giga = UINT64_C(1000000000);
   uint64_t g, a, b, g2, scale, hi, lo;
   if (ns == 0) {
@@ -90,13 +90,13 @@ void tickclock__ratio_hz(uint64_t ticks, uint64_t ns, uint64_t *num, uint64_t *d
     *den = 1;
     return;
   }
-  g = tickclock__gcd(ticks, ns);
+  g = tkc_gcd(ticks, ns);
   a = g ? ticks / g : 0;
   b = g ? ns / g : ns;
-  g2 = tickclock__gcd(giga, b);
+  g2 = tkc_gcd(giga, b);
   scale = giga / g2;
   b /= g2;
-  hi = tickclock__mul64(a, scale, &lo);
+  hi = tkc_mul64(a, scale, &lo);
   while (hi != 0) { /* shift numerator and denominator together */
     lo = (lo >> 1) | (hi << 63);
     hi >>= 1;
@@ -107,10 +107,10 @@ void tickclock__ratio_hz(uint64_t ticks, uint64_t ns, uint64_t *num, uint64_t *d
   *den = b;
 }
 
-void tickclock__reduce(uint64_t *num, uint64_t *den) {
+void tkc_reduce(uint64_t *num, uint64_t *den) {
   uint64_t g;
   if (*den == 0) return;
-  g = tickclock__gcd(*num, *den);
+  g = tkc_gcd(*num, *den);
   if (g > 1) {
     *num /= g;
     *den /= g;
@@ -119,13 +119,13 @@ void tickclock__reduce(uint64_t *num, uint64_t *den) {
 
 /* (a/b - 1) * 1e6 = (a_num*b_den - b_num*a_den) / (b_num*a_den) * 1e6,
  * the products exact in 128 bits, the quotient in double. */
-double tickclock__ppm(uint64_t a_num, uint64_t a_den, uint64_t b_num, uint64_t b_den) {
+double tkc_ppm(uint64_t a_num, uint64_t a_den, uint64_t b_num, uint64_t b_den) {
   uint64_t x_lo, y_lo, x_hi, y_hi, d_hi, d_lo;
   double diff, base;
   int neg;
   if (a_den == 0 || b_den == 0 || b_num == 0) return 0;
-  x_hi = tickclock__mul64(a_num, b_den, &x_lo);
-  y_hi = tickclock__mul64(b_num, a_den, &y_lo);
+  x_hi = tkc_mul64(a_num, b_den, &x_lo);
+  y_hi = tkc_mul64(b_num, a_den, &y_lo);
   neg = x_hi < y_hi || (x_hi == y_hi && x_lo < y_lo);
   if (neg) { /* d = y - x */
     d_lo = y_lo - x_lo;

@@ -1,6 +1,6 @@
 /* tickclock — the CPUID instruction, three ways (internal).
  *
- * One inline entry point, tickclock__cpuid_insn(), compiled from one of
+ * One inline entry point, tkc_cpuid_insn(), compiled from one of
  * three paths, chosen by what the compiler provides (never by version):
  *  - TICKCLOCK_CPUID_USE_CPUIDEX: __cpuidex(int[4], leaf, subleaf) from
  *    <intrin.h> (MSVC, clang-cl) or <cpuid.h> (gcc >= 11, clang >= 19;
@@ -17,8 +17,7 @@
 
 #include "port.h"
 
-#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
-#define TICKCLOCK__X86 1
+#if defined(TKC_X86)
 
 #if !defined(TICKCLOCK_CPUID_USE_CPUIDEX) && !defined(TICKCLOCK_CPUID_USE_CPUID_COUNT) && \
     !defined(TICKCLOCK_CPUID_USE_ASM)
@@ -38,15 +37,15 @@
 #endif
 
 #if defined(TICKCLOCK_CPUID_USE_CPUIDEX)
-#define TICKCLOCK__CPUID_PATH_NAME "cpuidex"
+#define TKC_CPUID_PATH_NAME "cpuidex"
 #elif defined(TICKCLOCK_CPUID_USE_CPUID_COUNT)
-#define TICKCLOCK__CPUID_PATH_NAME "cpuid_count"
+#define TKC_CPUID_PATH_NAME "cpuid_count"
 #else
-#define TICKCLOCK__CPUID_PATH_NAME "asm"
+#define TKC_CPUID_PATH_NAME "asm"
 #endif
 
 /* r[0..3] = EAX, EBX, ECX, EDX of CPUID(leaf, subleaf). */
-TICKCLOCK__INLINE void tickclock__cpuid_insn(uint32_t leaf, uint32_t subleaf, uint32_t r[4]) {
+TKC_INLINE void tkc_cpuid_insn(uint32_t leaf, uint32_t subleaf, uint32_t r[4]) {
 #if defined(TICKCLOCK_CPUID_USE_CPUIDEX)
   int v[4];
   __cpuidex(v, (int)leaf, (int)subleaf);
@@ -78,7 +77,7 @@ TICKCLOCK__INLINE void tickclock__cpuid_insn(uint32_t leaf, uint32_t subleaf, ui
 }
 
 /* Does this CPU have the CPUID instruction? (i486 and older do not.) */
-TICKCLOCK__INLINE int tickclock__have_cpuid_insn(void) {
+TKC_INLINE int tkc_have_cpuid_insn(void) {
 #if defined(__i386__) && (defined(__GNUC__) || defined(__clang__))
   return __get_cpuid_max(0, NULL) != 0;
 #else

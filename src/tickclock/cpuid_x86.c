@@ -13,20 +13,23 @@
  * CPUID.1:ECX[31] is set; each base 0x40000000 + k*0x100 has its own
  * maximum in its EAX).
  */
-#include "internal.h"
+#include "cpuid_x86.h"
 #include "cpuid_shim.h"
+#include "text.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 int tickclock_cpuid_native(void *ctx, uint32_t leaf, uint32_t subleaf,
                            tickclock_cpuid_regs *out) {
   (void)ctx;
   memset(out, 0, sizeof *out);
-#if defined(TICKCLOCK__X86)
-  if (!tickclock__have_cpuid_insn()) return 0;
+#if defined(TKC_X86)
+  if (!tkc_have_cpuid_insn()) return 0;
   {
     uint32_t r[4];
-    tickclock__cpuid_insn(leaf, subleaf, r);
+    tkc_cpuid_insn(leaf, subleaf, r);
     out->eax = r[0];
     out->ebx = r[1];
     out->ecx = r[2];
@@ -42,7 +45,7 @@ int tickclock_cpuid_native(void *ctx, uint32_t leaf, uint32_t subleaf,
 
 /* ---- decoding: a pure function of the leaves ---------------------------- */
 
-static int tickclock__x86_leaf(tickclock_cpuid_fn fn, void *ctx, uint32_t leaf, uint32_t sub,
+static int tkc_x86_leaf(tickclock_cpuid_fn fn, void *ctx, uint32_t leaf, uint32_t sub,
                                uint32_t max, tickclock_cpuid_regs *r) {
   memset(r, 0, sizeof *r);
   if (leaf > max) return 0; /* past the range's maximum: absent, whatever it returns */
@@ -53,7 +56,7 @@ static int tickclock__x86_leaf(tickclock_cpuid_fn fn, void *ctx, uint32_t leaf, 
  * significant byte first), whatever the byte order of the CPU decoding it:
  * fixtures are replayed on big-endian s390x too, where memcpy of the
  * uint32_t would reverse every 4-character group ("uneGIeniletn"). */
-static void tickclock__x86_bytes(char *out, uint32_t v) {
+static void tkc_x86_bytes(char *out, uint32_t v) {
   out[0] = (char)(v & 0xffu);
   out[1] = (char)((v >> 8) & 0xffu);
   out[2] = (char)((v >> 16) & 0xffu);
@@ -61,59 +64,68 @@ static void tickclock__x86_bytes(char *out, uint32_t v) {
 }
 
 /* 12 signature bytes from three registers, in the given order. */
-static void tickclock__x86_sig(char out[13], uint32_t a, uint32_t b, uint32_t c) {
-  tickclock__x86_bytes(out + 0, a);
-  tickclock__x86_bytes(out + 4, b);
-  tickclock__x86_bytes(out + 8, c);
+static void tkc_x86_sig(char out[13], uint32_t a, uint32_t b, uint32_t c) {
+  tkc_x86_bytes(out + 0, a);
+  tkc_x86_bytes(out + 4, b);
+  tkc_x86_bytes(out + 8, c);
   out[12] = '\0';
 }
 
-static void tickclock__x86_printable(char *s) {
+static void tkc_x86_printable(char *s) {
   for (; *s; s++)
     if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e) *s = '.';
+}
+
+/* The hypervisors known by their signature at a base leaf (EBX, ECX, EDX):
+ * the one table of signatures. */
+static const struct {
+  char sig[13];
+  int kind;
+} tkc_x86_hypervisors[] = {
+    {"KVMKVMKVM\0\0\0", TICKCLOCK_HV_KVM},    {"XenVMMXenVMM", TICKCLOCK_HV_XEN},
+    {"Microsoft Hv", TICKCLOCK_HV_HYPERV},    {"VMwareVMware", TICKCLOCK_HV_VMWARE},
+    {"VBoxVBoxVBox", TICKCLOCK_HV_VBOX},
+};
+
+/* TICKCLOCK_HV_* for 12 signature bytes; TICKCLOCK_HV_OTHER if unknown. */
+static int tkc_x86_hv_kind(const char *sig) {
+  unsigned i;
+  for (i = 0; i < sizeof tkc_x86_hypervisors / sizeof tkc_x86_hypervisors[0]; i++)
+    if (memcmp(sig, tkc_x86_hypervisors[i].sig, 12) == 0)
+      return tkc_x86_hypervisors[i].kind;
+  return TICKCLOCK_HV_OTHER;
 }
 
 /* The maximum leaf of the hypervisor range at base, or 0 if the base leaf
  * does not look like one (EAX must be a leaf of this base's block). Old
  * KVM answered EAX = 0, meaning base + 1. */
-static uint32_t tickclock__x86_hv_max(uint32_t base, const tickclock_cpuid_regs *r,
+static uint32_t tkc_x86_hv_max(uint32_t base, const tickclock_cpuid_regs *r,
                                       const char *sig) {
   if (r->eax >= base && r->eax <= base + 0xffu) return r->eax;
-  if (r->eax == 0 && memcmp(sig, "KVMKVMKVM\0\0\0", 12) == 0) return base + 1;
+  if (r->eax == 0 && tkc_x86_hv_kind(sig) == TICKCLOCK_HV_KVM) return base + 1;
   return 0;
 }
 
-static void tickclock__x86_decode_hv(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out) {
+static void tkc_x86_decode_hv(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out) {
   tickclock_cpuid_regs r, primary;
   char sig[13];
   uint32_t base, max;
   /* the primary range at 0x40000000 */
   if (!fn(ctx, 0x40000000u, 0, &r)) return;
   primary = r;
-  tickclock__x86_sig(sig, r.ebx, r.ecx, r.edx);
-  max = tickclock__x86_hv_max(0x40000000u, &r, sig);
+  tkc_x86_sig(sig, r.ebx, r.ecx, r.edx);
+  max = tkc_x86_hv_max(0x40000000u, &r, sig);
   if (max == 0) return;
   out->hv_valid = 1;
   out->hv_base = 0x40000000u;
   out->hv_max_leaf = max;
   memcpy(out->hv_signature, sig, 13);
-  tickclock__x86_printable(out->hv_signature);
-  if (memcmp(sig, "KVMKVMKVM\0\0\0", 12) == 0)
-    out->hv_kind = TICKCLOCK_HV_KVM;
-  else if (memcmp(sig, "XenVMMXenVMM", 12) == 0)
-    out->hv_kind = TICKCLOCK_HV_XEN;
-  else if (memcmp(sig, "Microsoft Hv", 12) == 0)
-    out->hv_kind = TICKCLOCK_HV_HYPERV;
-  else if (memcmp(sig, "VMwareVMware", 12) == 0)
-    out->hv_kind = TICKCLOCK_HV_VMWARE;
-  else if (memcmp(sig, "VBoxVBoxVBox", 12) == 0)
-    out->hv_kind = TICKCLOCK_HV_VBOX;
-  else
-    out->hv_kind = TICKCLOCK_HV_OTHER;
+  tkc_x86_printable(out->hv_signature);
+  out->hv_kind = tkc_x86_hv_kind(sig);
 
   /* Hyper-V: 0x40000003 feature leaf */
   if (out->hv_kind == TICKCLOCK_HV_HYPERV &&
-      tickclock__x86_leaf(fn, ctx, 0x40000003u, 0, max, &r)) {
+      tkc_x86_leaf(fn, ctx, 0x40000003u, 0, max, &r)) {
     out->hyperv_valid = 1;
     out->hyperv_features = r.eax;
     out->hyperv_misc = r.edx;
@@ -123,7 +135,7 @@ static void tickclock__x86_decode_hv(tickclock_cpuid_fn fn, void *ctx, tickclock
   /* VMware's timing leaf, also offered by KVM/QEMU (and Firecracker hosts
    * that expose it): base+0x10 EAX = TSC kHz, EBX = bus (APIC) kHz */
   if ((out->hv_kind == TICKCLOCK_HV_VMWARE || out->hv_kind == TICKCLOCK_HV_KVM) &&
-      tickclock__x86_leaf(fn, ctx, 0x40000010u, 0, max, &r)) {
+      tkc_x86_leaf(fn, ctx, 0x40000010u, 0, max, &r)) {
     out->timing_leaf_valid = 1;
     out->timing_tsc_khz = r.eax;
     out->timing_bus_khz = r.ebx;
@@ -139,21 +151,23 @@ static void tickclock__x86_decode_hv(tickclock_cpuid_fn fn, void *ctx, tickclock
    * scan would cost 2 ms at every initialisation. */
   for (base = 0x40000000u; base < 0x40010000u; base += 0x100u) {
     uint32_t m;
+    int kind;
     if (base == 0x40000000u)
       r = primary;
     else if (out->hv_kind != TICKCLOCK_HV_HYPERV)
       break;
     else if (!fn(ctx, base, 0, &r))
       continue;
-    tickclock__x86_sig(sig, r.ebx, r.ecx, r.edx);
-    m = tickclock__x86_hv_max(base, &r, sig);
+    tkc_x86_sig(sig, r.ebx, r.ecx, r.edx);
+    m = tkc_x86_hv_max(base, &r, sig);
     if (m == 0) continue;
-    if (out->xen_base == 0 && memcmp(sig, "XenVMMXenVMM", 12) == 0 && m >= base + 2) {
+    kind = tkc_x86_hv_kind(sig);
+    if (out->xen_base == 0 && kind == TICKCLOCK_HV_XEN && m >= base + 2) {
       out->xen_base = base;
       out->xen_max_leaf = m;
-    } else if (out->kvm_base == 0 && memcmp(sig, "KVMKVMKVM\0\0\0", 12) == 0) {
+    } else if (out->kvm_base == 0 && kind == TICKCLOCK_HV_KVM) {
       out->kvm_base = base;
-      if (tickclock__x86_leaf(fn, ctx, base + 1, 0, m, &r)) {
+      if (tkc_x86_leaf(fn, ctx, base + 1, 0, m, &r)) {
         out->kvm_features_valid = 1;
         out->kvm_features = r.eax;
         out->kvm_hints = r.edx;
@@ -162,7 +176,7 @@ static void tickclock__x86_decode_hv(tickclock_cpuid_fn fn, void *ctx, tickclock
   }
   /* Xen base+3 subleaf 0: EAX flags, EBX tsc_mode, ECX guest TSC kHz */
   if (out->xen_base &&
-      tickclock__x86_leaf(fn, ctx, out->xen_base + 3, 0, out->xen_max_leaf, &r)) {
+      tkc_x86_leaf(fn, ctx, out->xen_base + 3, 0, out->xen_max_leaf, &r)) {
     out->xen_leaf3_valid = 1;
     out->xen_tsc_flags = r.eax;
     out->xen_tsc_mode = r.ebx;
@@ -177,9 +191,9 @@ void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts 
   if (!fn(ctx, 0, 0, &r)) return;
   out->have_cpuid = 1;
   out->max_leaf = r.eax;
-  tickclock__x86_sig(out->vendor, r.ebx, r.edx, r.ecx); /* "Genu" "ineI" "ntel" */
-  tickclock__x86_printable(out->vendor);
-  if (tickclock__x86_leaf(fn, ctx, 1, 0, out->max_leaf, &r)) {
+  tkc_x86_sig(out->vendor, r.ebx, r.edx, r.ecx); /* "Genu" "ineI" "ntel" */
+  tkc_x86_printable(out->vendor);
+  if (tkc_x86_leaf(fn, ctx, 1, 0, out->max_leaf, &r)) {
     base_family = (r.eax >> 8) & 0xf;
     ext_family = (r.eax >> 20) & 0xff;
     base_model = (r.eax >> 4) & 0xf;
@@ -191,17 +205,17 @@ void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts 
     out->tsc = (r.edx >> 4) & 1;
     out->hypervisor = (int)((r.ecx >> 31) & 1);
   }
-  if (tickclock__x86_leaf(fn, ctx, 7, 0, out->max_leaf, &r)) {
+  if (tkc_x86_leaf(fn, ctx, 7, 0, out->max_leaf, &r)) {
     out->leaf7_valid = 1;
     out->tsc_adjust = (r.ebx >> 1) & 1;
   }
-  if (tickclock__x86_leaf(fn, ctx, 0x15, 0, out->max_leaf, &r)) {
+  if (tkc_x86_leaf(fn, ctx, 0x15, 0, out->max_leaf, &r)) {
     out->leaf15_valid = 1;
     out->leaf15_den = r.eax;
     out->leaf15_num = r.ebx;
     out->leaf15_crystal_hz = r.ecx;
   }
-  if (tickclock__x86_leaf(fn, ctx, 0x16, 0, out->max_leaf, &r)) {
+  if (tkc_x86_leaf(fn, ctx, 0x16, 0, out->max_leaf, &r)) {
     out->leaf16_valid = 1;
     out->base_mhz = r.eax & 0xffff;
     out->max_mhz = r.ebx & 0xffff;
@@ -210,9 +224,9 @@ void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts 
   if (fn(ctx, 0x80000000u, 0, &r) && r.eax >= 0x80000000u && r.eax <= 0x8000ffffu)
     out->max_ext_leaf = r.eax;
   if (out->max_ext_leaf) {
-    if (tickclock__x86_leaf(fn, ctx, 0x80000001u, 0, out->max_ext_leaf, &r))
+    if (tkc_x86_leaf(fn, ctx, 0x80000001u, 0, out->max_ext_leaf, &r))
       out->rdtscp = (r.edx >> 27) & 1;
-    if (tickclock__x86_leaf(fn, ctx, 0x80000007u, 0, out->max_ext_leaf, &r)) {
+    if (tkc_x86_leaf(fn, ctx, 0x80000007u, 0, out->max_ext_leaf, &r)) {
       out->invariant_known = 1;
       out->invariant_tsc = (r.edx >> 8) & 1;
     }
@@ -221,33 +235,57 @@ void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts 
       uint32_t l;
       size_t i = 0, start = 0;
       for (l = 0; l < 3; l++) {
-        tickclock__x86_leaf(fn, ctx, 0x80000002u + l, 0, out->max_ext_leaf, &r);
-        tickclock__x86_bytes(raw + 16 * l + 0, r.eax);
-        tickclock__x86_bytes(raw + 16 * l + 4, r.ebx);
-        tickclock__x86_bytes(raw + 16 * l + 8, r.ecx);
-        tickclock__x86_bytes(raw + 16 * l + 12, r.edx);
+        tkc_x86_leaf(fn, ctx, 0x80000002u + l, 0, out->max_ext_leaf, &r);
+        tkc_x86_bytes(raw + 16 * l + 0, r.eax);
+        tkc_x86_bytes(raw + 16 * l + 4, r.ebx);
+        tkc_x86_bytes(raw + 16 * l + 8, r.ecx);
+        tkc_x86_bytes(raw + 16 * l + 12, r.edx);
       }
       raw[48] = '\0';
       while (raw[start] == ' ') start++;
       for (i = 0; raw[start + i] != '\0'; i++) out->brand[i] = raw[start + i];
       out->brand[i] = '\0';
       while (i > 0 && out->brand[i - 1] == ' ') out->brand[--i] = '\0';
-      tickclock__x86_printable(out->brand);
+      tkc_x86_printable(out->brand);
     }
   }
-  if (out->hypervisor) tickclock__x86_decode_hv(fn, ctx, out);
+  if (out->hypervisor) tkc_x86_decode_hv(fn, ctx, out);
 }
 
 /* ---- frequency rules ------------------------------------------------------ */
 
-static int tickclock__x86_is_intel(const tickclock_x86_facts *f) {
+static int tkc_x86_is_intel(const tickclock_x86_facts *f) {
   return strcmp(f->vendor, "GenuineIntel") == 0;
 }
 
-static int tickclock__x86_set(tickclock_freq *out, uint64_t num, uint64_t den, int method,
+/* No frequency: the reason in out->why; returns 0. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static int tkc_x86_none(tickclock_freq *out, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(out->why, sizeof out->why, fmt, ap);
+  va_end(ap);
+  return 0;
+}
+
+/* An Intel rule's first gates: the vendor, then the leaf inside the basic
+ * range (valid). 1 when both pass; else 0 and the reason in out->why. */
+static int tkc_x86_intel_leaf(const tickclock_x86_facts *f, const char *rule, unsigned leaf,
+                                     int valid, tickclock_freq *out) {
+  if (!tkc_x86_is_intel(f))
+    return tkc_x86_none(out, "%s Intel's (vendor '%s')", rule, f->vendor);
+  if (!valid)
+    return tkc_x86_none(out, "leaf 0x%x is beyond the maximum basic leaf 0x%x", leaf,
+                               (unsigned)f->max_leaf);
+  return 1;
+}
+
+static int tkc_x86_set(tickclock_freq *out, uint64_t num, uint64_t den, int method,
                               const char *name, double unc) {
   if (num == 0 || den == 0) return 0;
-  tickclock__reduce(&num, &den);
+  tkc_reduce(&num, &den);
   out->ok = 1;
   out->hz_num = num;
   out->hz_den = den;
@@ -255,98 +293,6 @@ static int tickclock__x86_set(tickclock_freq *out, uint64_t num, uint64_t den, i
   out->name = name;
   out->uncertainty_ppm = unc;
   return 1;
-}
-
-/* ---- crystals the CPU does not state ----------------------------------------
- * Leaf 0x15 may give the TSC/crystal ratio with ECX (the crystal) 0. The SDM
- * then sends the reader to a table of nominal crystals by processor; this
- * is ours, by family 6 model number, each entry with the evidence for it.
- * An entry is a claim about every part sharing the model number, so a
- * model is listed only where that evidence agrees; an entry is never
- * trusted on its own: tickclock_decide() uses it only after calibration
- * agrees (TICKCLOCK_AGREE_PPM), and a wrong crystal is off by whole
- * percent (24 vs 25 MHz is 4 %), far outside that bound.
- *
- * "Corpus" below: the shared corpus of real dumps; for every listed model
- * each dump there has crystal x ratio within 1 % of its leaf 0x16 base MHz
- * (a rounded nominal figure), while every other crystal in use (19.2, 25,
- * 38.4 MHz) lands 3 % or more away; tests/crystal_table_test checks this
- * on the dumps. Where a part's base does not fit, the entry is not applied
- * to it (tickclock_x86_crystal_fits_base). */
-static const tickclock_x86_crystal tickclock__x86_crystals[] = {
-    {0x4E, 24000000u, "Skylake client U/Y",
-     "SDM crystal table: 6th/7th generation Core 24 MHz; corpus: every dump fits 24 MHz"},
-    {0x5E, 24000000u, "Skylake client S/H",
-     "SDM crystal table: 6th/7th generation Core 24 MHz; corpus: every dump fits 24 MHz"},
-    {0x8E, 24000000u, "Kaby/Amber/Whiskey/Comet Lake U/Y",
-     "SDM crystal table: 7th generation Core 24 MHz; later parts keep the model number "
-     "and the client platform; corpus: every dump fits 24 MHz"},
-    {0x9E, 24000000u, "Kaby/Coffee Lake S/H",
-     "SDM crystal table: 7th generation Core 24 MHz; Coffee Lake keeps the model number "
-     "and the client platform; corpus: every S/H dump fits 24 MHz; Kaby Lake-X (same "
-     "model, X299 platform) does not, and the leaf 0x16 check turns the entry off there"},
-    {0xA5, 24000000u, "Comet Lake S/H",
-     "not in the SDM table; corpus: every dump fits 24 MHz, and Rocket Lake (0xA7), "
-     "next on the same client platform, states 24 MHz in ECX itself"},
-    {0xA6, 24000000u, "Comet Lake U (6 core)",
-     "not in the SDM table; corpus: its dump fits 24 MHz; 4-core Comet Lake-U is model "
-     "0x8E (24 MHz)"},
-    {0xA7, 24000000u, "Rocket Lake S",
-     "every bare-metal dump states 24 MHz in ECX; listed for guests whose hypervisor "
-     "clears ECX but passes the ratio through"},
-    {0x5F, 25000000u, "Atom Goldmont-D (Denverton)",
-     "Linux still sets 25 MHz for this model (no leaf 0x16 to derive one from); corpus: "
-     "25 MHz x 240/3 = 2000 MHz, the C3958's rated 2.00 GHz"},
-    {0x5C, 19200000u, "Atom Goldmont (Apollo Lake)",
-     "SDM crystal table: Goldmont 06_5CH 19.2 MHz; corpus: every dump states 19.2 MHz "
-     "in ECX itself"},
-};
-
-/* Models left out on purpose: the same model number with different
- * crystals, so no table entry can be right for all its parts. */
-static const struct {
-  uint32_t model;
-  const char *why;
-} tickclock__x86_no_crystal[] = {
-    {0x55, "Skylake/Cascade Lake server and workstation: the SDM gives 25 MHz for Xeon "
-           "Scalable and 24 MHz for Xeon W, same model; Linux dropped its hard-coded 25 MHz "
-           "after 4 % errors on such workstations; corpus: the Xeons fit 25 MHz, Core X "
-           "(i9-7980XE, i7-7800X) 24 MHz"},
-    {0x6A, "Ice Lake-SP: one dump (fits 25 MHz); its successor Sapphire Rapids (0x8F) states "
-           "24 MHz on some parts and 25 MHz on others"},
-    {0x8F, "Sapphire Rapids: states 24 MHz on some parts and 25 MHz on others"},
-};
-
-const tickclock_x86_crystal *tickclock_x86_crystal_table(unsigned *n) {
-  *n = (unsigned)(sizeof tickclock__x86_crystals / sizeof tickclock__x86_crystals[0]);
-  return tickclock__x86_crystals;
-}
-
-const tickclock_x86_crystal *tickclock_x86_crystal_lookup(const tickclock_x86_facts *f) {
-  unsigned i, n;
-  const tickclock_x86_crystal *t = tickclock_x86_crystal_table(&n);
-  if (strcmp(f->vendor, "GenuineIntel") != 0 || f->family != 6) return NULL;
-  for (i = 0; i < n; i++)
-    if (t[i].model == f->model) return &t[i];
-  return NULL;
-}
-
-int tickclock_x86_crystal_fits_base(const tickclock_x86_facts *f,
-                                    const tickclock_x86_crystal *c) {
-  double tsc, base;
-  if (!f->leaf16_valid || f->base_mhz == 0 || !f->leaf15_valid || f->leaf15_den == 0) return -1;
-  tsc = (double)c->hz * (double)f->leaf15_num / (double)f->leaf15_den;
-  base = (double)f->base_mhz * 1e6;
-  return tsc <= base * (1 + TICKCLOCK_CRYSTAL_BASE_TOLERANCE) &&
-         tsc >= base * (1 - TICKCLOCK_CRYSTAL_BASE_TOLERANCE);
-}
-
-const char *tickclock_x86_crystal_excluded(const tickclock_x86_facts *f) {
-  unsigned i;
-  if (strcmp(f->vendor, "GenuineIntel") != 0 || f->family != 6) return NULL;
-  for (i = 0; i < sizeof tickclock__x86_no_crystal / sizeof tickclock__x86_no_crystal[0]; i++)
-    if (tickclock__x86_no_crystal[i].model == f->model) return tickclock__x86_no_crystal[i].why;
-  return NULL;
 }
 
 /* Linux's present rule, in its own integer kHz arithmetic: the crystal
@@ -358,7 +304,7 @@ int tickclock_x86_freq_leaf15_linux(const tickclock_x86_facts *f, tickclock_freq
   const char *name = "cpuid_15h_crystal";
   double unc = 0;
   memset(out, 0, sizeof *out);
-  if (!tickclock__x86_is_intel(f) || !f->leaf15_valid) return 0;
+  if (!tkc_x86_is_intel(f) || !f->leaf15_valid) return 0;
   if (f->leaf15_den == 0 || f->leaf15_num == 0) return 0;
   crystal_khz = f->leaf15_crystal_hz / 1000u;
   if (crystal_khz == 0 && f->family == 6 && f->model == 0x5F) {
@@ -372,18 +318,20 @@ int tickclock_x86_freq_leaf15_linux(const tickclock_x86_facts *f, tickclock_freq
     unc = f->base_mhz ? 0.5 / (double)f->base_mhz * 1e6 : 0;
   }
   if (crystal_khz == 0) return 0;
-  return tickclock__x86_set(out, (uint64_t)crystal_khz * f->leaf15_num / f->leaf15_den * 1000u,
+  return tkc_x86_set(out, (uint64_t)crystal_khz * f->leaf15_num / f->leaf15_den * 1000u,
                             1, TICKCLOCK_FREQ_CPUID_15H, name, unc);
 }
 
 int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out) {
   const tickclock_x86_crystal *crystal;
   memset(out, 0, sizeof *out);
-  if (!tickclock__x86_is_intel(f) || !f->leaf15_valid) return 0;
-  if (f->leaf15_den == 0 || f->leaf15_num == 0) return 0;
+  if (!tkc_x86_intel_leaf(f, "the leaf 0x15 rule is", 0x15, f->leaf15_valid, out))
+    return 0;
+  if (f->leaf15_den == 0 || f->leaf15_num == 0)
+    return tkc_x86_none(out, "leaf 0x15 reports no TSC/crystal ratio");
   /* TSC = crystal * num / den; crystal and num below 2^32: exact in 64 bits */
   if (f->leaf15_crystal_hz != 0)
-    return tickclock__x86_set(out, (uint64_t)f->leaf15_crystal_hz * f->leaf15_num,
+    return tkc_x86_set(out, (uint64_t)f->leaf15_crystal_hz * f->leaf15_num,
                               f->leaf15_den, TICKCLOCK_FREQ_CPUID_15H, "cpuid_15h_crystal", 0);
   crystal = tickclock_x86_crystal_lookup(f);
   /* An entry is a claim about a model number; a part under that number on
@@ -391,7 +339,7 @@ int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out)
    * off 24 MHz x ratio) shows it in its own base frequency. */
   if (crystal != NULL && tickclock_x86_crystal_fits_base(f, crystal) != 0) {
     /* a table's claim, not the CPU's: usable only once calibration agrees */
-    if (!tickclock__x86_set(out, (uint64_t)crystal->hz * f->leaf15_num, f->leaf15_den,
+    if (!tkc_x86_set(out, (uint64_t)crystal->hz * f->leaf15_num, f->leaf15_den,
                             TICKCLOCK_FREQ_CPUID_15H, "cpuid_15h_known_crystal", 0))
       return 0;
     out->from_table = 1;
@@ -401,16 +349,22 @@ int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out)
    * ratio cancels exactly (Linux truncates the crystal to kHz first; we
    * keep the rational). Quantised like the base MHz. */
   if (f->leaf16_valid && f->base_mhz != 0)
-    return tickclock__x86_set(out, (uint64_t)f->base_mhz * UINT64_C(1000000), 1,
+    return tkc_x86_set(out, (uint64_t)f->base_mhz * UINT64_C(1000000), 1,
                               TICKCLOCK_FREQ_CPUID_15H, "cpuid_15h_from_16h",
                               0.5 / (double)f->base_mhz * 1e6);
-  return 0;
+  if (tickclock_x86_crystal_excluded(f) != NULL)
+    return tkc_x86_none(out, "leaf 0x15 gives a ratio but no crystal, the model is left "
+                                    "out of the crystal table (its parts differ) and leaf 0x16 "
+                                    "gives no base");
+  return tkc_x86_none(out, "leaf 0x15 gives a ratio but no crystal, the model has no "
+                                  "known crystal and leaf 0x16 gives no base frequency");
 }
 
 int tickclock_x86_freq_leaf16(const tickclock_x86_facts *f, tickclock_freq *out) {
   memset(out, 0, sizeof *out);
-  if (!tickclock__x86_is_intel(f) || !f->leaf16_valid || f->base_mhz == 0) return 0;
-  return tickclock__x86_set(out, (uint64_t)f->base_mhz * UINT64_C(1000000), 1,
+  if (!tkc_x86_intel_leaf(f, "leaf 0x16 is", 0x16, f->leaf16_valid, out)) return 0;
+  if (f->base_mhz == 0) return tkc_x86_none(out, "leaf 0x16 reports a base frequency of 0");
+  return tkc_x86_set(out, (uint64_t)f->base_mhz * UINT64_C(1000000), 1,
                             TICKCLOCK_FREQ_CPUID_16H, "cpuid_16h",
                             0.5 / (double)f->base_mhz * 1e6);
 }
@@ -418,14 +372,20 @@ int tickclock_x86_freq_leaf16(const tickclock_x86_facts *f, tickclock_freq *out)
 int tickclock_x86_freq_hypervisor(const tickclock_x86_facts *f, tickclock_freq *out) {
   memset(out, 0, sizeof *out);
   if (f->timing_leaf_valid && f->timing_tsc_khz != 0)
-    return tickclock__x86_set(out, (uint64_t)f->timing_tsc_khz * 1000u, 1,
+    return tkc_x86_set(out, (uint64_t)f->timing_tsc_khz * 1000u, 1,
                               TICKCLOCK_FREQ_HYPERVISOR, "hypervisor_40000010",
                               0.5 / (double)f->timing_tsc_khz * 1e6);
   if (f->xen_leaf3_valid && f->xen_tsc_khz != 0)
-    return tickclock__x86_set(out, (uint64_t)f->xen_tsc_khz * 1000u, 1,
+    return tkc_x86_set(out, (uint64_t)f->xen_tsc_khz * 1000u, 1,
                               TICKCLOCK_FREQ_HYPERVISOR, "xen_leaf3",
                               0.5 / (double)f->xen_tsc_khz * 1e6);
-  return 0;
+  if (!f->hypervisor) return tkc_x86_none(out, "no hypervisor (CPUID.1:ECX[31] clear)");
+  if (!f->hv_valid)
+    return tkc_x86_none(out, "hypervisor bit set but no hypervisor range at 0x40000000");
+  return tkc_x86_none(out,
+                             "hypervisor '%s' (max leaf 0x%08x) publishes no TSC frequency leaf "
+                             "(VMware/KVM 0x40000010, Xen base+3)",
+                             f->hv_signature, (unsigned)f->hv_max_leaf);
 }
 
 int tickclock_x86_freq_cpuid(const tickclock_x86_facts *f, tickclock_freq *out) {

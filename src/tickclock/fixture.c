@@ -1,29 +1,30 @@
 /* tickclock — CPUID fixtures: a pure parser (shared by the probe and the
  * tests) and evidence replayed from one.
  *
- * Format (DESIGN.md): one line per leaf, "LEAF SUBLEAF EAX EBX ECX EDX",
+ * Format (README.md in this folder): one line per leaf, "LEAF SUBLEAF EAX EBX ECX EDX",
  * 8 hex digits each; blank lines; "#" comments, of which "# key: value"
  * (key: letters, digits, '_', '.', '-') are metadata.
  */
-#include "internal.h"
+#include "fixture.h"
+#include "text.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static int tickclock__fx_hex(int c) {
+static int tkc_fx_hex(int c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
 
-static int tickclock__fx_keychar(int c) {
+static int tkc_fx_keychar(int c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
          c == '_' || c == '.' || c == '-';
 }
 
 /* One data line [p, e): six fields of exactly 8 hex digits. */
-static int tickclock__fx_data(const char *p, const char *e, uint32_t v[6], const char **what) {
+static int tkc_fx_data(const char *p, const char *e, uint32_t v[6], const char **what) {
   int i, k;
   for (i = 0; i < 6; i++) {
     while (p < e && (*p == ' ' || *p == '\t')) p++;
@@ -33,7 +34,7 @@ static int tickclock__fx_data(const char *p, const char *e, uint32_t v[6], const
     }
     v[i] = 0;
     for (k = 0; k < 8; k++, p++) {
-      int h = p < e ? tickclock__fx_hex((unsigned char)*p) : -1;
+      int h = p < e ? tkc_fx_hex((unsigned char)*p) : -1;
       if (h < 0) {
         *what = "each field must be exactly 8 hex digits";
         return 0;
@@ -79,7 +80,7 @@ unsigned tickclock_fixture_parse(const char *buf, size_t len, const char *name,
       const char *k = s + 1, *ke, *v;
       while (k < e && (*k == ' ' || *k == '\t')) k++;
       ke = k;
-      while (ke < e && tickclock__fx_keychar((unsigned char)*ke)) ke++;
+      while (ke < e && tkc_fx_keychar((unsigned char)*ke)) ke++;
       if (ke > k && ke < e && *ke == ':') {
         tickclock_fixture_meta *m;
         size_t kl = (size_t)(ke - k), vl;
@@ -110,7 +111,7 @@ unsigned tickclock_fixture_parse(const char *buf, size_t len, const char *name,
       uint32_t v[6];
       unsigned i;
       tickclock_fixture_leaf *l;
-      if (!tickclock__fx_data(s, e, v, &what)) goto fail;
+      if (!tkc_fx_data(s, e, v, &what)) goto fail;
       for (i = 0; i < out->n_leaves; i++)
         if (out->leaves[i].leaf == v[0] && out->leaves[i].subleaf == v[1]) {
           what = "duplicate LEAF SUBLEAF";
@@ -137,7 +138,7 @@ unsigned tickclock_fixture_parse(const char *buf, size_t len, const char *name,
   }
   return 0;
 fail:
-  if (errlen) tickclock__fmt(err, errlen, "%s:%u: %s", name, line, what);
+  if (errlen) tkc_fmt(err, errlen, "%s:%u: %s", name, line, what);
   return line;
 }
 
@@ -164,7 +165,7 @@ const char *tickclock_fixture_meta_get(const tickclock_fixture *fx, const char *
 
 /* "2100000000", "2100000000.5" (one decimal place kept exactly per digit),
  * or "NUM/DEN". Returns 0 if malformed. */
-static int tickclock__fx_rational(const char *s, uint64_t *num, uint64_t *den) {
+static int tkc_fx_rational(const char *s, uint64_t *num, uint64_t *den) {
   char *e;
   uint64_t n, d = 1;
   if (s == NULL || *s < '0' || *s > '9') return 0;
@@ -183,7 +184,7 @@ static int tickclock__fx_rational(const char *s, uint64_t *num, uint64_t *den) {
   if (*e != '\0' || d == 0 || n == 0) return 0;
   *num = n;
   *den = d;
-  tickclock__reduce(num, den);
+  tkc_reduce(num, den);
   return 1;
 }
 
@@ -198,12 +199,12 @@ void tickclock_fixture_evidence(const tickclock_fixture *fx, tickclock_evidence 
   if (v != NULL && *v) {
     ev->os_linux = 1;
     ev->clocksource_known = 1;
-    tickclock__strlcpy(ev->clocksource, v, sizeof ev->clocksource);
+    tkc_strlcpy(ev->clocksource, v, sizeof ev->clocksource);
   }
   v = tickclock_fixture_meta_get(fx, "available_clocksource");
   if (v != NULL && *v) {
     ev->available_known = 1;
-    tickclock__strlcpy(ev->available_clocksource, v, sizeof ev->available_clocksource);
+    tkc_strlcpy(ev->available_clocksource, v, sizeof ev->available_clocksource);
   }
   v = tickclock_fixture_meta_get(fx, "read_ns.tsc");
   if (v != NULL) ev->counter_read_ns = strtod(v, NULL);
@@ -232,7 +233,7 @@ void tickclock_fixture_evidence(const tickclock_fixture *fx, tickclock_evidence 
   if (v != NULL) ev->warp_max_ns = strtod(v, NULL);
   {
     uint64_t n, d;
-    if (tickclock__fx_rational(tickclock_fixture_meta_get(fx, "calibration_hz"), &n, &d)) {
+    if (tkc_fx_rational(tickclock_fixture_meta_get(fx, "calibration_hz"), &n, &d)) {
       const char *u = tickclock_fixture_meta_get(fx, "calibration_ppm");
       ev->cal.ok = 1;
       ev->cal.hz_num = n;

@@ -1,6 +1,8 @@
 /* tickclock — the platform indirection (see tickclock_platform in
- * internal.h). Init-time only: nothing here is on the read path. */
-#include "internal.h"
+ * platform.h): each call goes to the installed platform's member, or to
+ * the native implementation (platform_native.c) where there is none.
+ * Init-time only: nothing here is on the read path. */
+#include "platform.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -13,96 +15,109 @@
 #endif
 #endif
 
-static const tickclock_platform *tickclock__plat = NULL;
+static const tickclock_platform *tkc_plat = NULL;
 
-#if !defined(TICKCLOCK__SINGLE_HEADER) || defined(TICKCLOCK_TEST_API) /* test-only entry */
-/* A platform is a fresh world: nothing published, RDTSC not known
- * disabled in it. */
-void tickclock__set_platform(const tickclock_platform *p) {
-  tickclock__plat = p;
-  tickclock__os_use_syscall(0);
-  tickclock__reset_world();
+/* A platform is a fresh world: RDTSC not known disabled in it (the
+ * caller, tkc_set_platform, also forgets the published state). */
+void tkc_platform_install(const tickclock_platform *p) {
+  tkc_plat = p;
+  tkc_os_use_syscall(0);
 }
-#endif
 
-#define TICKCLOCK__P(member) (tickclock__plat != NULL && tickclock__plat->member != NULL)
+#define TKC_P(member) (tkc_plat != NULL && tkc_plat->member != NULL)
 
-int tickclock__p_read_line(const char *path, char *buf, size_t n) {
-  if (TICKCLOCK__P(read_line)) {
+int tkc_p_read_line(const char *path, char *buf, size_t n) {
+  if (TKC_P(read_line)) {
     if (n > 0) buf[0] = '\0';
-    return tickclock__plat->read_line(tickclock__plat->ctx, path, buf, n);
+    return tkc_plat->read_line(tkc_plat->ctx, path, buf, n);
   }
-  return tickclock__native_read_line(path, buf, n);
+  return tkc_native_read_line(path, buf, n);
 }
 
-int tickclock__p_prctl_get_tsc(void) {
-  if (TICKCLOCK__P(prctl_get_tsc)) return tickclock__plat->prctl_get_tsc(tickclock__plat->ctx);
-  return tickclock__native_prctl_get_tsc();
+int tkc_p_prctl_get_tsc(void) {
+  if (TKC_P(prctl_get_tsc)) return tkc_plat->prctl_get_tsc(tkc_plat->ctx);
+  return tkc_native_prctl_get_tsc();
 }
 
-void tickclock__p_perf_page(tickclock_perf_page *pp) {
-  if (TICKCLOCK__P(perf_page)) {
-    tickclock__plat->perf_page(tickclock__plat->ctx, pp);
+void tkc_p_perf_page(tickclock_perf_page *pp) {
+  if (TKC_P(perf_page)) {
+    tkc_plat->perf_page(tkc_plat->ctx, pp);
     return;
   }
-  tickclock__native_perf_page(pp);
+  tkc_native_perf_page(pp);
 }
 
-void tickclock__p_cpuid_decode(tickclock_x86_facts *out) {
-  if (TICKCLOCK__P(cpuid)) {
-    tickclock_x86_decode(tickclock__plat->cpuid, tickclock__plat->ctx, out);
-    return;
+int tkc_p_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf, tickclock_cpuid_regs *out) {
+  (void)ctx;
+  if (TKC_P(cpuid)) return tkc_plat->cpuid(tkc_plat->ctx, leaf, subleaf, out);
+  return tickclock_cpuid_native(NULL, leaf, subleaf, out);
+}
+
+int tkc_p_find_line(const char *path, const char *prefix, char *buf, size_t n) {
+  if (TKC_P(find_line)) {
+    if (n > 0) buf[0] = '\0';
+    return tkc_plat->find_line(tkc_plat->ctx, path, prefix, buf, n);
   }
-  tickclock_x86_decode(tickclock_cpuid_native, NULL, out);
+  return tkc_native_find_line(path, prefix, buf, n);
 }
 
-uint64_t tickclock__p_counter(void) {
-  if (TICKCLOCK__P(counter)) return tickclock__plat->counter(tickclock__plat->ctx);
-#if defined(TICKCLOCK__ARCH_COUNTER) && !defined(TICKCLOCK_TEST_FAKE_COUNTER)
-  return tickclock__arch_read();
+size_t tkc_p_read_bytes(const char *path, void *buf, size_t n) {
+  if (TKC_P(read_bytes)) return tkc_plat->read_bytes(tkc_plat->ctx, path, buf, n);
+  return tkc_native_read_bytes(path, buf, n);
+}
+
+/* The native counter (ordered or not); the OS clock where there is none. */
+static uint64_t tkc_native_counter(int ordered) {
+#if defined(TKC_ARCH_COUNTER) && !defined(TICKCLOCK_TEST_FAKE_COUNTER)
+  return ordered ? tkc_arch_read_ordered() : tkc_arch_read();
 #else
-  return tickclock__os_read();
+  (void)ordered;
+  return tkc_os_read();
 #endif
 }
 
-uint64_t tickclock__p_counter_ordered(void) {
-  if (TICKCLOCK__P(counter_ordered))
-    return tickclock__plat->counter_ordered(tickclock__plat->ctx);
-  if (TICKCLOCK__P(counter)) return tickclock__plat->counter(tickclock__plat->ctx);
-#if defined(TICKCLOCK__ARCH_COUNTER) && !defined(TICKCLOCK_TEST_FAKE_COUNTER)
-  return tickclock__arch_read_ordered();
-#else
-  return tickclock__os_read();
-#endif
+uint64_t tkc_p_counter(void) {
+  if (TKC_P(counter)) return tkc_plat->counter(tkc_plat->ctx);
+  return tkc_native_counter(0);
+}
+
+uint64_t tkc_p_counter_ordered(void) {
+  if (TKC_P(counter_ordered)) return tkc_plat->counter_ordered(tkc_plat->ctx);
+  if (TKC_P(counter)) return tkc_plat->counter(tkc_plat->ctx);
+  return tkc_native_counter(1);
 }
 
 /* Once RDTSC is known disabled, a fake's system-call clocks stand in for
  * its vDSO ones (the native clocks switch by themselves). */
-uint64_t tickclock__p_raw_ns(void) {
-  if (tickclock__os_syscall_on() && TICKCLOCK__P(raw_ns_sys))
-    return tickclock__plat->raw_ns_sys(tickclock__plat->ctx);
-  if (TICKCLOCK__P(raw_ns)) return tickclock__plat->raw_ns(tickclock__plat->ctx);
-  return tickclock__os_now_raw();
+static uint64_t tkc_p_clock(uint64_t (*vdso)(void *), uint64_t (*sys)(void *),
+                                   uint64_t (*native)(void)) {
+  if (tkc_os_syscall_on() && sys != NULL) return sys(tkc_plat->ctx);
+  if (vdso != NULL) return vdso(tkc_plat->ctx);
+  return native();
 }
 
-uint64_t tickclock__p_os_ns(void) {
-  if (tickclock__os_syscall_on() && TICKCLOCK__P(os_ns_sys))
-    return tickclock__plat->os_ns_sys(tickclock__plat->ctx);
-  if (TICKCLOCK__P(os_ns)) return tickclock__plat->os_ns(tickclock__plat->ctx);
-  return tickclock__os_read();
+uint64_t tkc_p_raw_ns(void) {
+  if (tkc_plat == NULL) return tkc_p_clock(NULL, NULL, tkc_os_now_raw);
+  return tkc_p_clock(tkc_plat->raw_ns, tkc_plat->raw_ns_sys,
+                            tkc_os_now_raw);
+}
+
+uint64_t tkc_p_os_ns(void) {
+  if (tkc_plat == NULL) return tkc_p_clock(NULL, NULL, tkc_os_read);
+  return tkc_p_clock(tkc_plat->os_ns, tkc_plat->os_ns_sys, tkc_os_read);
 }
 
 /* The sysfs file stays open (close-on-exec) after the first read: the
  * periodic re-validation re-reads it (lseek, read): no fopen, no malloc. */
-int tickclock__p_clocksource(char *buf, size_t n) {
+int tkc_p_clocksource(char *buf, size_t n) {
 #if defined(__linux__)
   static int fd = -1; /* only touched under the initialisation lock */
   ssize_t got;
   size_t len;
-  if (TICKCLOCK__P(read_line)) return tickclock__p_read_line(TICKCLOCK__SYSFS_CURRENT_CLOCKSOURCE, buf, n);
+  if (TKC_P(read_line)) return tkc_p_read_line(TKC_SYSFS_CURRENT_CLOCKSOURCE, buf, n);
   if (n == 0) return 0;
   buf[0] = '\0';
-  if (fd < 0) fd = open(TICKCLOCK__SYSFS_CURRENT_CLOCKSOURCE, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fd = open(TKC_SYSFS_CURRENT_CLOCKSOURCE, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   got = lseek(fd, 0, SEEK_SET) == 0 ? read(fd, buf, n - 1) : -1;
   if (got <= 0) return 0;
@@ -111,24 +126,24 @@ int tickclock__p_clocksource(char *buf, size_t n) {
   while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) buf[--len] = '\0';
   return len > 0;
 #else
-  return tickclock__p_read_line(TICKCLOCK__SYSFS_CURRENT_CLOCKSOURCE, buf, n);
+  return tkc_p_read_line(TKC_SYSFS_CURRENT_CLOCKSOURCE, buf, n);
 #endif
 }
 
-void tickclock__p_sleep_ns(uint64_t ns) {
-  if (TICKCLOCK__P(sleep_ns)) {
-    tickclock__plat->sleep_ns(tickclock__plat->ctx, ns);
+void tkc_p_sleep_ns(uint64_t ns) {
+  if (TKC_P(sleep_ns)) {
+    tkc_plat->sleep_ns(tkc_plat->ctx, ns);
     return;
   }
-  tickclock__sleep_ns(ns);
+  tkc_sleep_ns(ns);
 }
 
-const char *tickclock__p_getenv(const char *name) {
-  if (TICKCLOCK__P(getenv)) return tickclock__plat->getenv(tickclock__plat->ctx, name);
-  return tickclock__secure_getenv(name);
+const char *tkc_p_getenv(const char *name) {
+  if (TKC_P(getenv)) return tkc_plat->getenv(tkc_plat->ctx, name);
+  return tkc_secure_getenv(name);
 }
 
 #if defined(TICKCLOCK_TEST_FAKE_COUNTER)
-uint64_t tickclock__platform_read(void) { return tickclock__p_counter(); }
-uint64_t tickclock__platform_read_ordered(void) { return tickclock__p_counter_ordered(); }
+uint64_t tkc_platform_read(void) { return tkc_p_counter(); }
+uint64_t tkc_platform_read_ordered(void) { return tkc_p_counter_ordered(); }
 #endif

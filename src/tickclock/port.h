@@ -10,36 +10,41 @@
 #include <stdint.h>
 #include <stddef.h>
 
+/* x86 (32 or 64 bit, any compiler): the one test for it. */
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+#define TKC_X86 1
+#endif
+
 #if defined(_MSC_VER) && !defined(__cplusplus)
-#define TICKCLOCK__INLINE static __inline
+#define TKC_INLINE static __inline
 #else
-#define TICKCLOCK__INLINE static inline
+#define TKC_INLINE static inline
 #endif
 
 #if defined(__has_builtin)
-#define TICKCLOCK__HAS_BUILTIN(x) __has_builtin(x)
+#define TKC_HAS_BUILTIN(x) __has_builtin(x)
 #else
-#define TICKCLOCK__HAS_BUILTIN(x) 0
+#define TKC_HAS_BUILTIN(x) 0
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
-#define TICKCLOCK__LIKELY(x) __builtin_expect(!!(x), 1)
-#define TICKCLOCK__UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define TICKCLOCK__NOINLINE __attribute__((noinline))
-#define TICKCLOCK__EXTENSION __extension__
+#define TKC_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TKC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TKC_NOINLINE __attribute__((noinline))
+#define TKC_EXTENSION __extension__
 #else
-#define TICKCLOCK__LIKELY(x) (x)
-#define TICKCLOCK__UNLIKELY(x) (x)
-#define TICKCLOCK__NOINLINE __declspec(noinline)
-#define TICKCLOCK__EXTENSION
+#define TKC_LIKELY(x) (x)
+#define TKC_UNLIKELY(x) (x)
+#define TKC_NOINLINE __declspec(noinline)
+#define TKC_EXTENSION
 #endif
 
 /* A value conversion that C++ users' -Wold-style-cast accepts: the header
  * part of the library is compiled in their translation units. */
 #ifdef __cplusplus
-#define TICKCLOCK__CAST(type, v) (static_cast<type>(v))
+#define TKC_CAST(type, v) (static_cast<type>(v))
 #else
-#define TICKCLOCK__CAST(type, v) ((type)(v))
+#define TKC_CAST(type, v) ((type)(v))
 #endif
 
 /* ---- linkage -------------------------------------------------------------
@@ -55,17 +60,17 @@
  *  - gcc and clang elsewhere: visibility("default"), so a shared library
  *    compiled with -fvisibility=hidden still exports the API.
  * Define TICKCLOCK_API before the include to choose yourself.
- * TICKCLOCK__INTERNAL marks the implementation's own cross-file functions:
+ * TKC_INTERNAL marks the implementation's own cross-file functions:
  * static under TICKCLOCK_STATIC, ordinary otherwise. */
 #if defined(__GNUC__) || defined(__clang__)
-#define TICKCLOCK__UNUSED __attribute__((unused))
+#define TKC_UNUSED __attribute__((unused))
 #else
-#define TICKCLOCK__UNUSED
+#define TKC_UNUSED
 #endif
 
 #ifndef TICKCLOCK_API
 #if defined(TICKCLOCK_STATIC)
-#define TICKCLOCK_API static TICKCLOCK__UNUSED
+#define TICKCLOCK_API static TKC_UNUSED
 #elif defined(_WIN32) || defined(__CYGWIN__)
 #if defined(TICKCLOCK_BUILD_DLL)
 #define TICKCLOCK_API __declspec(dllexport)
@@ -82,12 +87,12 @@
 #endif
 
 /* Variables loaded by the inline read path (declarations). */
-#define TICKCLOCK__API_VAR extern TICKCLOCK_API
+#define TKC_API_VAR extern TICKCLOCK_API
 
 #if defined(TICKCLOCK_STATIC)
-#define TICKCLOCK__INTERNAL static TICKCLOCK__UNUSED
+#define TKC_INTERNAL static TKC_UNUSED
 #else
-#define TICKCLOCK__INTERNAL
+#define TKC_INTERNAL
 #endif
 
 /* ---- 64x64 -> 128-bit unsigned multiply ------------------------------
@@ -97,33 +102,33 @@
  * TICKCLOCK_NO_INT128 to force the portable path (the tests do, to check
  * that it gives identical results). */
 #if defined(__SIZEOF_INT128__) && !defined(TICKCLOCK_NO_INT128)
-#define TICKCLOCK__HAVE_INT128 1
-TICKCLOCK__EXTENSION typedef unsigned __int128 tickclock__u128;
+#define TKC_HAVE_INT128 1
+TKC_EXTENSION typedef unsigned __int128 tkc_u128;
 #elif defined(_MSC_VER) && defined(_M_X64) && !defined(TICKCLOCK_NO_INT128)
 #include <intrin.h>
-#define TICKCLOCK__HAVE_UMUL128 1
+#define TKC_HAVE_UMUL128 1
 #endif
 
 /* Returns the high 64 bits of a*b and stores the low 64 bits in *lo. */
-TICKCLOCK__INLINE uint64_t tickclock__mul64(uint64_t a, uint64_t b, uint64_t *lo) {
-#if defined(TICKCLOCK__HAVE_INT128)
-  tickclock__u128 p = TICKCLOCK__CAST(tickclock__u128, a) * b;
-  *lo = TICKCLOCK__CAST(uint64_t, p);
-  return TICKCLOCK__CAST(uint64_t, p >> 64);
-#elif defined(TICKCLOCK__HAVE_UMUL128)
+TKC_INLINE uint64_t tkc_mul64(uint64_t a, uint64_t b, uint64_t *lo) {
+#if defined(TKC_HAVE_INT128)
+  tkc_u128 p = TKC_CAST(tkc_u128, a) * b;
+  *lo = TKC_CAST(uint64_t, p);
+  return TKC_CAST(uint64_t, p >> 64);
+#elif defined(TKC_HAVE_UMUL128)
   uint64_t hi;
   *lo = _umul128(a, b, &hi);
   return hi;
 #else
-  uint64_t a_lo = TICKCLOCK__CAST(uint32_t, a), a_hi = a >> 32;
-  uint64_t b_lo = TICKCLOCK__CAST(uint32_t, b), b_hi = b >> 32;
+  uint64_t a_lo = TKC_CAST(uint32_t, a), a_hi = a >> 32;
+  uint64_t b_lo = TKC_CAST(uint32_t, b), b_hi = b >> 32;
   uint64_t ll = a_lo * b_lo;
   uint64_t lh = a_lo * b_hi;
   uint64_t hl = a_hi * b_lo;
   uint64_t hh = a_hi * b_hi;
   /* middle column: three terms below 2^32 each, so no overflow */
-  uint64_t mid = (ll >> 32) + TICKCLOCK__CAST(uint32_t, lh) + TICKCLOCK__CAST(uint32_t, hl);
-  *lo = (mid << 32) | TICKCLOCK__CAST(uint32_t, ll);
+  uint64_t mid = (ll >> 32) + TKC_CAST(uint32_t, lh) + TKC_CAST(uint32_t, hl);
+  *lo = (mid << 32) | TKC_CAST(uint32_t, ll);
   return hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
 #endif
 }
@@ -136,76 +141,76 @@ TICKCLOCK__INLINE uint64_t tickclock__mul64(uint64_t a, uint64_t b, uint64_t *lo
  * with other memory accesses by the CPU: there an acquire load is the
  * load followed by DMB ISH, a release store DMB ISH then the store (the
  * ordering LDAR/STLR give), typed through _Generic in C (MSVC's C11 mode)
- * and a template in C++. TICKCLOCK__FORCE_MSVC_ATOMICS selects this
+ * and a template in C++. TKC_FORCE_MSVC_ATOMICS selects this
  * branch under clang, so the matrix compiles it for an ARM64 Windows
  * target (clang-cl knows __dmb and the _Interlocked intrinsics). */
-#if (defined(__GNUC__) || defined(__clang__)) && !defined(TICKCLOCK__FORCE_MSVC_ATOMICS)
-#define TICKCLOCK__LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
-#define TICKCLOCK__LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define TICKCLOCK__STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-#define TICKCLOCK__CAS_INT(p, expected, desired) \
-  tickclock__cas_int((p), (expected), (desired))
-TICKCLOCK__INLINE int tickclock__cas_int(int *p, int expected, int desired) {
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(TKC_FORCE_MSVC_ATOMICS)
+#define TKC_LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define TKC_LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define TKC_STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define TKC_CAS_INT(p, expected, desired) \
+  tkc_cas_int((p), (expected), (desired))
+TKC_INLINE int tkc_cas_int(int *p, int expected, int desired) {
   return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE);
 }
 #elif defined(_MSC_VER)
 #include <intrin.h>
-/* The shared globals are declared volatile (TICKCLOCK__SHARED) under MSVC. */
-#define TICKCLOCK__SHARED volatile
-#define TICKCLOCK__LOAD_RELAXED(p) (*(p))
+/* The shared globals are declared volatile (TKC_SHARED) under MSVC. */
+#define TKC_SHARED volatile
+#define TKC_LOAD_RELAXED(p) (*(p))
 /* _InterlockedCompareExchange is a full barrier on every MSVC target. */
-#define TICKCLOCK__CAS_INT(p, expected, desired)                                     \
+#define TKC_CAS_INT(p, expected, desired)                                     \
   (_InterlockedCompareExchange((volatile long *)(p), (long)(desired), (long)(expected)) == \
    (long)(expected))
 #if defined(_M_ARM64) || defined(_M_ARM64EC)
-#define TICKCLOCK__DMB_ISH() __dmb(0xB) /* _ARM64_BARRIER_ISH */
+#define TKC_DMB_ISH() __dmb(0xB) /* _ARM64_BARRIER_ISH */
 #if defined(__cplusplus) /* port.h is included outside tickclock.h's extern "C" */
 template <class T>
-static inline T tickclock__ld_acq(const volatile T *p) {
+static inline T tkc_ld_acq(const volatile T *p) {
   T v = *p;
-  TICKCLOCK__DMB_ISH();
+  TKC_DMB_ISH();
   return v;
 }
 template <class T, class U>
-static inline void tickclock__st_rel(volatile T *p, U v) {
-  TICKCLOCK__DMB_ISH();
+static inline void tkc_st_rel(volatile T *p, U v) {
+  TKC_DMB_ISH();
   *p = v;
 }
-#define TICKCLOCK__LOAD_ACQUIRE(p) tickclock__ld_acq(p)
-#define TICKCLOCK__STORE_RELEASE(p, v) tickclock__st_rel((p), (v))
+#define TKC_LOAD_ACQUIRE(p) tkc_ld_acq(p)
+#define TKC_STORE_RELEASE(p, v) tkc_st_rel((p), (v))
 #else
-static __inline int tickclock__ld_acq_int(const volatile int *p) {
+static __inline int tkc_ld_acq_int(const volatile int *p) {
   int v = *p;
-  TICKCLOCK__DMB_ISH();
+  TKC_DMB_ISH();
   return v;
 }
-static __inline uint64_t tickclock__ld_acq_u64(const volatile uint64_t *p) {
+static __inline uint64_t tkc_ld_acq_u64(const volatile uint64_t *p) {
   uint64_t v = *p;
-  TICKCLOCK__DMB_ISH();
+  TKC_DMB_ISH();
   return v;
 }
-static __inline void *tickclock__ld_acq_ptr(void *const volatile *p) {
+static __inline void *tkc_ld_acq_ptr(void *const volatile *p) {
   void *v = *p;
-  TICKCLOCK__DMB_ISH();
+  TKC_DMB_ISH();
   return v;
 }
-#define TICKCLOCK__LOAD_ACQUIRE(p)                                      \
-  _Generic((p), volatile int *: tickclock__ld_acq_int((const volatile int *)(p)), \
-           volatile uint64_t *: tickclock__ld_acq_u64((const volatile uint64_t *)(p)), \
-           default: tickclock__ld_acq_ptr((void *const volatile *)(p)))
-#define TICKCLOCK__STORE_RELEASE(p, v) (TICKCLOCK__DMB_ISH(), *(p) = (v))
+#define TKC_LOAD_ACQUIRE(p)                                      \
+  _Generic((p), volatile int *: tkc_ld_acq_int((const volatile int *)(p)), \
+           volatile uint64_t *: tkc_ld_acq_u64((const volatile uint64_t *)(p)), \
+           default: tkc_ld_acq_ptr((void *const volatile *)(p)))
+#define TKC_STORE_RELEASE(p, v) (TKC_DMB_ISH(), *(p) = (v))
 #endif
 #else /* x86, x64: /volatile:ms orders volatile accesses */
-#define TICKCLOCK__LOAD_ACQUIRE(p) (*(p))
-#define TICKCLOCK__STORE_RELEASE(p, v) (*(p) = (v))
+#define TKC_LOAD_ACQUIRE(p) (*(p))
+#define TKC_STORE_RELEASE(p, v) (*(p) = (v))
 #endif
 #else
 #error "tickclock: no atomic primitives for this compiler"
 #endif
 
-#ifndef TICKCLOCK__SHARED
-#define TICKCLOCK__SHARED
+#ifndef TKC_SHARED
+#define TKC_SHARED
 #endif
 
 #endif /* TICKCLOCK_PORT_H */

@@ -11,28 +11,39 @@
  * (CLOCK_MONOTONIC) everywhere else; with the OS clock, ticks are
  * nanoseconds. tickclock_info_get() says what was chosen and why.
  *
- * The contract through transitions:
- *  - One tick unit for the life of the process: the unit of the first
- *    published source. A tick taken at any time is comparable with any
- *    tick taken later: a re-initialisation, a re-calibration or a switch
- *    to another source (tickclock_init, re-validation) maps the new
- *    source's readings into that unit (offset and scale), and each state
- *    converts relative to its own (base_ticks, base_ns), so to_ns and
- *    delta_ns are continuous and to_ns(now()) never decreases. A process
- *    that starts on the counter keeps the inline counter read while the
- *    counter stays in use; readings mapped into the unit (the OS clock
- *    after a counter, the counter after the OS clock) take an out-of-line
- *    path (tickclock_info.read_path says which).
+ * The API, in the order of this file:
+ *   reading       tickclock_now()                 fastest read (inline)
+ *                 tickclock_now_ordered()         not before earlier loads
+ *   converting    tickclock_to_ns(ticks)          absolute ticks -> ns
+ *                 tickclock_delta_ns(start, end)  signed end - start in ns
+ *   conversion    tickclock_conv                  a frequency as 64.64 scales
+ *   objects       tickclock_conv_init(), _ticks_to_ns(), _ns_to_ticks(),
+ *                 _delta_to_ns()
+ *   provenance    tickclock_info_get()            source, frequency, reasons
+ *                 tickclock_source_name(), tickclock_freq_method_name(),
+ *                 tickclock_source_from_name()
+ *   control       tickclock_init(cfg)             optional; choose or force
+ *                 tickclock_revalidate(), tickclock_revalidate_every(ms)
+ *   C++           tickclock.hpp: tickclock::clock (std::chrono), stopwatch
+ * Types and constants come first, then the declarations; the inline
+ * machinery (conversion arithmetic, the per-ISA read, the hot path) is at
+ * the bottom. Names starting tkc_ / TKC_ are internal: not API, never
+ * to be used by callers.
+ *
+ * The contract through transitions (in full: src/tickclock/README.md):
+ *  - One tick unit for the life of the process: a tick taken at any time
+ *    is comparable with any later tick; a re-initialisation, a
+ *    re-calibration or a switch of source maps the new readings into that
+ *    unit, so to_ns and delta_ns are continuous and to_ns(now()) never
+ *    decreases. tickclock_info.read_path says how readings are taken.
  *  - A published state is never written again: the tickclock_info_get()
  *    pointer and its content stay valid for the life of the process.
  *  - RDTSC disabled with prctl(PR_SET_TSC, PR_TSC_SIGSEGV) before first use
- *    (or seen by re-validation): nothing in the library executes RDTSC or
- *    calls the vDSO (which may execute it too); clock reads go through the
- *    clock_gettime system call (read_path TICKCLOCK_READ_OS_SYSCALL). The
- *    setting is per thread: a thread that disables RDTSC after the counter
- *    was chosen calls tickclock_revalidate() itself before its next read.
- *  - fork() at any moment leaves a child that works (a fork during the
- *    first initialisation waits for it to finish).
+ *    (or seen by re-validation): nothing executes RDTSC or calls the vDSO;
+ *    clock reads use the clock_gettime system call. The setting is per
+ *    thread: a thread that disables RDTSC after the counter was chosen
+ *    calls tickclock_revalidate() itself before its next read.
+ *  - fork() at any moment leaves a child that works.
  *  - Async-signal-safe once initialised: tickclock_now, tickclock_now_ordered,
  *    tickclock_delta_ns, tickclock_info_get, and tickclock_to_ns while
  *    periodic re-validation is off. A signal handler that interrupts the
@@ -124,50 +135,9 @@ typedef struct tickclock_conv {
  * otherwise returns TICKCLOCK_EINVAL and leaves *c untouched. */
 TICKCLOCK_API int tickclock_conv_init(tickclock_conv *c, uint64_t hz_num, uint64_t hz_den);
 
-/* t * (i + f/2^64), saturating. */
-TICKCLOCK__INLINE uint64_t tickclock__scale(uint64_t t, uint64_t i, uint64_t f) {
-  uint64_t frac_lo, int_lo, sum;
-  uint64_t frac_hi = tickclock__mul64(t, f, &frac_lo);
-  uint64_t int_hi = tickclock__mul64(t, i, &int_lo);
-  sum = int_lo + frac_hi;
-  /* overflow if the integer product spilled or the sum carried */
-  return (int_hi | TICKCLOCK__CAST(uint64_t, sum < int_lo)) ? UINT64_MAX : sum;
-}
-
-/* Scale below one: a single high multiply, which cannot overflow. The
- * branch is on the frequency (fixed per conversion, always predicted),
- * never on the magnitude of t: every t costs the same. */
-TICKCLOCK__INLINE uint64_t tickclock__scale_frac(uint64_t t, uint64_t f) {
-  uint64_t lo;
-  return tickclock__mul64(t, f, &lo);
-}
-
-TICKCLOCK__INLINE uint64_t tickclock_conv_ticks_to_ns(const tickclock_conv *c,
-                                                      uint64_t ticks) {
-  if (c->ns_int == 0) return tickclock__scale_frac(ticks, c->ns_frac); /* f > 1 GHz */
-  return tickclock__scale(ticks, c->ns_int, c->ns_frac);
-}
-
-TICKCLOCK__INLINE uint64_t tickclock_conv_ns_to_ticks(const tickclock_conv *c,
-                                                      uint64_t ns) {
-  if (c->tk_int == 0) return tickclock__scale_frac(ns, c->tk_frac); /* f < 1 GHz */
-  return tickclock__scale(ns, c->tk_int, c->tk_frac);
-}
-
-/* Signed: magnitude through the unsigned path, so delta(-d) == -delta(d). */
-TICKCLOCK__INLINE int64_t tickclock__signed_ns(uint64_t mag_ns, int negative) {
-  if (negative)
-    return mag_ns >= (UINT64_C(1) << 63) ? INT64_MIN : -TICKCLOCK__CAST(int64_t, mag_ns);
-  return mag_ns > TICKCLOCK__CAST(uint64_t, INT64_MAX) ? INT64_MAX : TICKCLOCK__CAST(int64_t, mag_ns);
-}
-
-TICKCLOCK__INLINE int64_t tickclock_conv_delta_to_ns(const tickclock_conv *c,
-                                                     int64_t dticks) {
-  int neg = dticks < 0;
-  /* |INT64_MIN| = 2^63 is representable as uint64_t */
-  uint64_t mag = neg ? UINT64_C(0) - TICKCLOCK__CAST(uint64_t, dticks) : TICKCLOCK__CAST(uint64_t, dticks);
-  return tickclock__signed_ns(tickclock_conv_ticks_to_ns(c, mag), neg);
-}
+/* The conversions themselves (inline, at the bottom of this file):
+ *   tickclock_conv_ticks_to_ns, tickclock_conv_ns_to_ticks,
+ *   tickclock_conv_delta_to_ns. */
 
 /* ---- configuration and provenance ----------------------------------- */
 typedef struct tickclock_config {
@@ -182,6 +152,11 @@ typedef struct tickclock_config {
 #define TICKCLOCK_MAX_CANDIDATES 8
 #define TICKCLOCK_REASON_LEN 192
 
+/* tickclock_info.forced: who chose the source. */
+#define TICKCLOCK_FORCED_NO 0        /* the automatic choice */
+#define TICKCLOCK_FORCED_BY_CONFIG 1 /* tickclock_config.source */
+#define TICKCLOCK_FORCED_BY_ENV 2    /* the TICKCLOCK_SOURCE environment variable */
+
 typedef struct tickclock_candidate {
   int source;        /* tickclock_source */
   const char *name;  /* "tsc", "system", ... */
@@ -192,7 +167,7 @@ typedef struct tickclock_candidate {
 } tickclock_candidate;
 
 /* One frequency source for the counter, measured or read, and what the
- * decider made of it (see decide.c for the policy). */
+ * decider made of it (the policy: src/tickclock/README.md). */
 #define TICKCLOCK_MAX_FREQS 8 /* one entry per source kind (5 on x86) */
 typedef struct tickclock_freq_candidate {
   const char *name;          /* "calibration", "perf_page", "cpuid_15h_crystal",
@@ -233,7 +208,7 @@ typedef struct tickclock_info {
                                between its brackets); it grows x4 per refinement
                                up to 1 s; 0 when nothing was measured */
   double resolution_ns;     /* granularity of one tick, ns */
-  int forced;               /* 0 automatic, 1 tickclock_config, 2 TICKCLOCK_SOURCE */
+  int forced;               /* TICKCLOCK_FORCED_*: who chose the source */
   int request_refused;      /* a forced source was unusable; automatic choice made */
   char why[TICKCLOCK_REASON_LEN];       /* one line: why this source */
   char env_error[TICKCLOCK_REASON_LEN]; /* bad TICKCLOCK_SOURCE, or "" */
@@ -319,139 +294,12 @@ TICKCLOCK_API void tickclock_revalidate_every(uint32_t ms);
  * rewritten). */
 TICKCLOCK_API const tickclock_info *tickclock_info_get(void);
 
-/* ---- internal state behind the inline read path ------------------------
- * tickclock__g_source is 0 until initialisation completes; then
- * TICKCLOCK__ARCH_COUNTER while the raw counter is the reading (the inline
- * fast path), TICKCLOCK_SOURCE_SYSTEM while readings go out of line
- * through the state. It is the only thing the hot path loads.
- * tickclock__g_state points at the immutable state (conversion,
- * provenance) and is published with release ordering before
- * tickclock__g_source. */
-#if !defined(TICKCLOCK_STATIC)
-TICKCLOCK__API_VAR TICKCLOCK__SHARED int tickclock__g_source;
-TICKCLOCK__API_VAR const tickclock_info *TICKCLOCK__SHARED tickclock__g_state;
-/* Tick at which tickclock_to_ns/tickclock_delta_ns do what is due
- * out of line (a periodic re-validation, a refinement of the frequency);
- * UINT64_MAX when nothing is. */
-TICKCLOCK__API_VAR TICKCLOCK__SHARED uint64_t tickclock__g_reval_deadline;
-#else
-/* TICKCLOCK_STATIC: this translation unit's own copy (init.c does not
- * define them then); the initial values are init.c's. */
-static TICKCLOCK__UNUSED TICKCLOCK__SHARED int tickclock__g_source = 0;
-static TICKCLOCK__UNUSED const tickclock_info *TICKCLOCK__SHARED tickclock__g_state = NULL;
-static TICKCLOCK__UNUSED TICKCLOCK__SHARED uint64_t tickclock__g_reval_deadline = UINT64_MAX;
-#endif
-TICKCLOCK_API void tickclock__revalidate_due(uint64_t ticks);
-TICKCLOCK_API uint64_t tickclock__now_slow(void);
-TICKCLOCK_API uint64_t tickclock__now_ordered_slow(void);
-TICKCLOCK_API const tickclock_info *tickclock__state_slow(void);
-
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
 
-/* ---- the counter read for this ISA (one header per ISA) ---------------- */
-#if defined(TICKCLOCK_NO_ARCH_COUNTER)
-#include "arch/os_only.h"
-#elif defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
-#include "arch/x86.h"
-#elif defined(__aarch64__) || defined(_M_ARM64)
-#include "arch/aarch64.h"
-#elif defined(__powerpc64__) && (defined(__GNUC__) || defined(__clang__))
-#include "arch/ppc64.h"
-#elif defined(__s390x__) && (defined(__GNUC__) || defined(__clang__))
-#include "arch/s390x.h"
-#elif defined(__riscv) && defined(__riscv_xlen) && __riscv_xlen == 64 && \
-    (defined(__GNUC__) || defined(__clang__))
-#include "arch/riscv64.h"
-#else
-#include "arch/os_only.h"
-#endif
-
-/* Test-only build of the core: the counter read goes through the fake
- * platform (internal.h). Never defined in a normal build. */
-#if defined(TICKCLOCK_TEST_FAKE_COUNTER) && defined(TICKCLOCK__ARCH_COUNTER)
-#ifdef __cplusplus
-extern "C" {
-#endif
-uint64_t tickclock__platform_read(void);
-uint64_t tickclock__platform_read_ordered(void);
-#ifdef __cplusplus
-}
-#endif
-#undef tickclock__arch_read
-#undef tickclock__arch_read_ordered
-#define tickclock__arch_read tickclock__platform_read
-#define tickclock__arch_read_ordered tickclock__platform_read_ordered
-#endif
-
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-/* Fastest read. May be reordered with surrounding instructions. */
-TICKCLOCK__INLINE uint64_t tickclock_now(void) {
-#if defined(TICKCLOCK__ARCH_COUNTER)
-  if (TICKCLOCK__LIKELY(TICKCLOCK__LOAD_RELAXED(&tickclock__g_source) == TICKCLOCK__ARCH_COUNTER))
-    return tickclock__arch_read();
-#endif
-  return tickclock__now_slow();
-}
-
-/* Not executed before earlier loads have completed (see arch/ for each
- * ISA's instruction sequence). */
-TICKCLOCK__INLINE uint64_t tickclock_now_ordered(void) {
-#if defined(TICKCLOCK__ARCH_COUNTER)
-  if (TICKCLOCK__LIKELY(TICKCLOCK__LOAD_RELAXED(&tickclock__g_source) == TICKCLOCK__ARCH_COUNTER))
-    return tickclock__arch_read_ordered();
-#endif
-  return tickclock__now_ordered_slow();
-}
-
-TICKCLOCK__INLINE const tickclock_info *tickclock__state(void) {
-  const tickclock_info *s = TICKCLOCK__LOAD_ACQUIRE(&tickclock__g_state);
-  if (TICKCLOCK__UNLIKELY(s == NULL)) s = tickclock__state_slow();
-  return s;
-}
-
-/* Unit ticks -> ns under state s: base_ns + conv(t - base_ticks),
- * saturating; a tick below base_ticks was taken under an earlier state and
- * converts with that one (out of line). */
-TICKCLOCK_API uint64_t tickclock__ns_before(const tickclock_info *s, uint64_t ticks);
-TICKCLOCK__INLINE uint64_t tickclock__ns_in(const tickclock_info *s, uint64_t ticks) {
-  uint64_t ns;
-  if (!s->scaled) return ticks;
-  if (TICKCLOCK__UNLIKELY(ticks < s->base_ticks)) return tickclock__ns_before(s, ticks);
-  ns = s->base_ns + tickclock_conv_ticks_to_ns(&s->conv, ticks - s->base_ticks);
-  return ns < s->base_ns ? UINT64_MAX : ns;
-}
-
-/* Absolute ticks (a tickclock_now() value) -> ns, relative to the
- * state's base: continuous across every publication. Identity while ticks
- * are nanoseconds. */
-TICKCLOCK__INLINE uint64_t tickclock_to_ns(uint64_t ticks) {
-  const tickclock_info *s = tickclock__state();
-  if (TICKCLOCK__UNLIKELY(ticks >= TICKCLOCK__LOAD_RELAXED(&tickclock__g_reval_deadline)))
-    tickclock__revalidate_due(ticks);
-  return tickclock__ns_in(s, ticks);
-}
-
-/* end - start in ns, signed (end may precede start). A difference of
- * exactly 2^63 ticks is positive when end > start as unsigned numbers, so
- * delta_ns(a, b) == -delta_ns(b, a) wherever neither saturates. */
-TICKCLOCK__INLINE int64_t tickclock_delta_ns(uint64_t start, uint64_t end) {
-  const tickclock_info *s = tickclock__state();
-  if (TICKCLOCK__UNLIKELY(end >= TICKCLOCK__LOAD_RELAXED(&tickclock__g_reval_deadline)))
-    tickclock__revalidate_due(end);
-  uint64_t d = end - start; /* two's complement difference */
-  int neg = d > (UINT64_C(1) << 63) || (d == (UINT64_C(1) << 63) && end < start);
-  uint64_t mag = neg ? UINT64_C(0) - d : d;
-  if (s->scaled) mag = tickclock_conv_ticks_to_ns(&s->conv, mag);
-  return tickclock__signed_ns(mag, neg);
-}
-
-#ifdef __cplusplus
-} /* extern "C" */
-#endif
+/* The inline machinery: the per-ISA read, the conversion arithmetic, the
+ * hot path. Not API: read it to see what a call costs. */
+#include "tickclock_inline.h"
 
 #endif /* TICKCLOCK_H */

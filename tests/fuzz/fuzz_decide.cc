@@ -69,12 +69,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (sel & 0x10)
     r.str(ev.clocksource, sizeof ev.clocksource);
   else
-    tickclock__strlcpy(ev.clocksource, kClocksources[r.u8() % 7], sizeof ev.clocksource);
+    tkc_strlcpy(ev.clocksource, kClocksources[r.u8() % 7], sizeof ev.clocksource);
   ev.available_known = (sel >> 5) & 1;
   if (sel & 0x40)
     r.str(ev.available_clocksource, sizeof ev.available_clocksource);
   else
-    tickclock__strlcpy(ev.available_clocksource, kAvail[r.u8() % 5],
+    tkc_strlcpy(ev.available_clocksource, kAvail[r.u8() % 5],
                        sizeof ev.available_clocksource);
   ev.perf.attempted = 1;
   ev.perf.ok = r.u8() & 1;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/fixture_util.h"
+#include "tests/support/fixture_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

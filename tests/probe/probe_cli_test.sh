@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tickclock-probe end to end: every command runs, its --json parses and has
-# the keys DESIGN.md fixes, bad input gets one line on stderr and exit 2.
+# the documented keys (README.md, tickclock-probe), bad input gets one line on stderr and exit 2.
 set -uo pipefail
 # Under --config=<arch> the probe is a target binary and this script a host
 # one: the QEMU runner sets TICKCLOCK_RUNNER (toolchains/qemu/run.sh).

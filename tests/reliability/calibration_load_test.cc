@@ -1,5 +1,5 @@
 // Calibration (20 ms, the default) against a 1 s reference taken by the
-// test itself (tests/sysclock_ref.h: the counter bracketed around
+// test itself (tests/support/sysclock_ref.h: the counter bracketed around
 // CLOCK_MONOTONIC_RAW read through the system call, not the library's
 // calibration, so a scale error in the library cannot cancel out), idle, with the other core saturated by a busy thread, and while another
 // thread flips the calibrating thread between CPUs with sched_setaffinity.
@@ -19,7 +19,7 @@
 
 #include "doctest/doctest.h"
 #include "internal.h"
-#include "tests/sysclock_ref.h"
+#include "tests/support/sysclock_ref.h"
 
 namespace {
 // Measured on the 2-core noisy KVM development guest (AMD EPYC, 2.096 GHz
@@ -42,7 +42,7 @@ double worst(const char *what, const tctest::SysRef &ref) {
   double w = 0, unc = 0;
   for (int r = 0; r < kRuns; r++) {
     tickclock_calibration c;
-    REQUIRE(tickclock__calibrate(tickclock__p_counter_ordered, 20, &c) == 1);
+    REQUIRE(tkc_calibrate(tkc_p_counter_ordered, 20, &c) == 1);
     double p = ppm(c, ref);
     w = std::max(w, std::fabs(p));
     unc = std::max(unc, c.uncertainty_ppm);
@@ -54,7 +54,7 @@ double worst(const char *what, const tctest::SysRef &ref) {
 }  // namespace
 
 TEST_CASE("20 ms calibration vs a 1 s reference: idle, other core busy, migrating") {
-  tctest::SysRef ref = tctest::sys_reference(tickclock__p_counter_ordered, 1000);
+  tctest::SysRef ref = tctest::sys_reference(tkc_p_counter_ordered, 1000);
   REQUIRE(ref.ok);
   printf("reference (syscall CLOCK_MONOTONIC_RAW, 1 s): %.1f Hz (+-%.3f ppm)\n", ref.hz,
          ref.err_ppm);

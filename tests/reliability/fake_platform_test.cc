@@ -1,4 +1,4 @@
-// Scenarios on the deterministic fake platform (fake_platform.h), with the
+// Scenarios on the deterministic fake platform (tests/support/fake_platform.h), with the
 // core compiled into this test with -DTICKCLOCK_TEST_FAKE_COUNTER so that
 // tickclock_now() reads the fake TSC. Each asserts documented behaviour:
 // per-CPU offsets, backward and suspend-sized jumps, a clocksource flip,
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "doctest/doctest.h"
-#include "fake_platform.h"
+#include "tests/support/fake_platform.h"
 
 namespace {
 struct Installed {
@@ -18,12 +18,12 @@ struct Installed {
   tickclock_platform p;
   Installed() { p = fake::full(&w); }
   const tickclock_info *init() {
-    tickclock__set_platform(&p);
+    tkc_set_platform(&p);
     tickclock_revalidate_every(0);
     REQUIRE(tickclock_init(NULL) == TICKCLOCK_OK);
     return tickclock_info_get();
   }
-  ~Installed() { tickclock__set_platform(NULL); }
+  ~Installed() { tkc_set_platform(NULL); }
 };
 
 const tickclock_candidate *cand(const tickclock_info *i, int src) {
@@ -147,9 +147,9 @@ TEST_CASE("clocksource flip tsc -> hpet: explicit and periodic re-validation swi
     CHECK(tickclock_info_get()->source == TICKCLOCK_SOURCE_TSC);
     f.w.now_ns += 10000000;  // 15 ms: due
     t = tickclock_now();
-    CHECK(tickclock__g_source == TICKCLOCK_SOURCE_TSC);  // tickclock_now checks nothing
+    CHECK(tkc_g_source == TICKCLOCK_SOURCE_TSC);  // tickclock_now checks nothing
     uint64_t ns = tickclock_to_ns(t);                    // this call re-validates
-    CHECK(tickclock__g_source == TICKCLOCK_SOURCE_SYSTEM);
+    CHECK(tkc_g_source == TICKCLOCK_SOURCE_SYSTEM);
     CHECK(tickclock_to_ns(tickclock_now()) >= ns);
     tickclock_revalidate_every(0);
   }
@@ -286,7 +286,7 @@ TEST_CASE("one tick unit: a re-calibration and two switches keep earlier ticks c
   const tickclock_info *re = tickclock_info_get();
   CHECK(re->read_path == TICKCLOCK_READ_COUNTER);  // still the inline read
   CHECK(re->generation == first->generation + 1);
-  CHECK(re->base_ns == tickclock__ns_in(first, re->base_ticks));  // continuous at the base
+  CHECK(re->base_ns == tkc_ns_in(first, re->base_ticks));  // continuous at the base
   uint64_t t1 = tickclock_now();
   CHECK(tickclock_delta_ns(t0, t1) == doctest::Approx((double)(f.w.now_ns - ns0)).epsilon(1e-5));
   // a tick taken before keeps its ns to within the frequency change over its
@@ -301,7 +301,7 @@ TEST_CASE("one tick unit: a re-calibration and two switches keep earlier ticks c
   CHECK(os->source == TICKCLOCK_SOURCE_SYSTEM);
   CHECK(os->unit_source == TICKCLOCK_SOURCE_TSC);
   CHECK(os->read_path == TICKCLOCK_READ_OS);
-  CHECK(tickclock__g_source == TICKCLOCK_SOURCE_SYSTEM);
+  CHECK(tkc_g_source == TICKCLOCK_SOURCE_SYSTEM);
   f.w.now_ns += 101000000;  // 101 ms
   uint64_t t3 = tickclock_now();
   double real = (double)(f.w.now_ns - n2);

@@ -19,7 +19,7 @@
 
 #include "doctest/doctest.h"
 #include "internal.h"
-#include "tests/skip.h"
+#include "tests/support/skip.h"
 
 #define EXPECT(cond)                                                               \
   do {                                                                             \
@@ -180,7 +180,7 @@ TEST_CASE("perf_event_open denied by seccomp (EACCES, ENOSYS): the next frequenc
       // clocksource is tsc; on this host it is kvm-clock).
       tickclock_perf_page pp;
       memset(&pp, 0, sizeof pp);
-      tickclock__native_perf_page(&pp);
+      tkc_native_perf_page(&pp);
       EXPECT(pp.attempted == 1);
       EXPECT(pp.ok == 0);
       EXPECT(pp.err == err);
@@ -205,7 +205,7 @@ TEST_CASE("perf_event_open denied by seccomp (EACCES, ENOSYS): the next frequenc
 }
 
 // The real sysfs can't be removed here: the facts come from the platform
-// (tickclock__set_platform), the counter and clocks stay native.
+// (tkc_set_platform), the counter and clocks stay native.
 TEST_CASE("sysfs unreadable / clocksource not tsc, injected on the native counter") {
   check_clean_exit(in_child([] {
     struct Fake {
@@ -214,14 +214,14 @@ TEST_CASE("sysfs unreadable / clocksource not tsc, injected on the native counte
         return 0;
       }
       static int hpet(void *, const char *path, char *buf, size_t n) {
-        tickclock__strlcpy(buf, strstr(path, "current") ? "hpet" : "tsc hpet", n);
+        tkc_strlcpy(buf, strstr(path, "current") ? "hpet" : "tsc hpet", n);
         return 1;
       }
     };
     tickclock_platform p;
     memset(&p, 0, sizeof p);
     p.read_line = Fake::missing;
-    tickclock__set_platform(&p);
+    tkc_set_platform(&p);
     EXPECT(tickclock_init(nullptr) == TICKCLOCK_OK);
     const tickclock_info *i = tickclock_info_get();
     EXPECT(i->source == TICKCLOCK_SOURCE_SYSTEM);
@@ -230,6 +230,6 @@ TEST_CASE("sysfs unreadable / clocksource not tsc, injected on the native counte
     p.read_line = Fake::hpet;
     EXPECT(tickclock_init(nullptr) == TICKCLOCK_OK);
     EXPECT(tickclock_info_get()->source == TICKCLOCK_SOURCE_SYSTEM);
-    tickclock__set_platform(nullptr);
+    tkc_set_platform(nullptr);
   }));
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fast path of tickclock_now() (x86-64, -O2): the instructions of
 # tickclock_hot_path_now up to its first ret must be a load of
-# tickclock__g_source, a compare, a branch and RDTSC (plus the shift/or
+# tkc_g_source, a compare, a branch and RDTSC (plus the shift/or
 # that joins EDX:EAX) — no call, no other memory load (the re-validation
 # deadline is on tickclock_to_ns, never here).
 set -uo pipefail
@@ -12,8 +12,8 @@ fail=0
 grep -q rdtsc <<<"$body" || { echo "FAIL: no rdtsc on the fast path"; fail=1; }
 grep -q call <<<"$body" && { echo "FAIL: a call before the first ret"; fail=1; }
 loads=$(grep -cE '\(%rip\)' <<<"$body")
-[[ $loads -eq 1 ]] || { echo "FAIL: $loads rip-relative loads (expected 1: tickclock__g_source)"; fail=1; }
-grep -q tickclock__g_source <<<"$body" || { echo "FAIL: the load is not tickclock__g_source"; fail=1; }
+[[ $loads -eq 1 ]] || { echo "FAIL: $loads rip-relative loads (expected 1: tkc_g_source)"; fail=1; }
+grep -q tkc_g_source <<<"$body" || { echo "FAIL: the load is not tkc_g_source"; fail=1; }
 n=$(grep -c . <<<"$body")
 [[ $n -le 9 ]] || { echo "FAIL: $n instructions (expected <= 9)"; fail=1; }
 if [[ $fail -eq 0 ]]; then echo "1 passed, 0 failed"; else echo "0 passed, 1 failed"; fi

@@ -10,7 +10,7 @@
 #include <atomic>
 
 #include "doctest/doctest.h"
-#include "tests/skip.h"
+#include "tests/support/skip.h"
 #include "tickclock.h"
 
 #if defined(__has_feature)
@@ -60,13 +60,13 @@ TEST_CASE("periodic re-validation in tickclock_to_ns: no allocation while the co
   for (int k = 0; k < 1000; k++) (void)tickclock_to_ns(tickclock_now());  // first check opens sysfs
   struct timespec pause = {0, 100000};
   long checks = 0;
-  uint64_t last_deadline = tickclock__g_reval_deadline;
+  uint64_t last_deadline = tkc_g_reval_deadline;
   g_counting = true;
   for (int k = 0; k < 4000; k++) {
     (void)tickclock_to_ns(tickclock_now());
-    if (tickclock__g_reval_deadline != last_deadline) {
+    if (tkc_g_reval_deadline != last_deadline) {
       checks++;
-      last_deadline = tickclock__g_reval_deadline;
+      last_deadline = tkc_g_reval_deadline;
     }
     nanosleep(&pause, nullptr);
   }

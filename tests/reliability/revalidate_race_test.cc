@@ -3,7 +3,7 @@
 // switching the source, and re-initialisation switching it back. Built
 // twice: against the library, and with the core compiled in under
 // ThreadSanitizer. The clocksource flip comes from the platform's sysfs
-// (tickclock__set_platform); counter and clocks are native.
+// (tkc_set_platform); counter and clocks are native.
 #include <string.h>
 
 #include <atomic>
@@ -18,7 +18,7 @@ std::atomic<int> g_flip(0);
 
 int fake_sysfs(void *, const char *path, char *buf, size_t n) {
   const char *v = strstr(path, "current") ? (g_flip.load() ? "hpet" : "kvm-clock") : "kvm-clock tsc";
-  tickclock__strlcpy(buf, v, n);
+  tkc_strlcpy(buf, v, n);
   return 1;
 }
 }  // namespace
@@ -27,7 +27,7 @@ TEST_CASE("readers racing tickclock_revalidate() and re-initialisation") {
   tickclock_platform p;
   memset(&p, 0, sizeof p);
   p.read_line = fake_sysfs;
-  tickclock__set_platform(&p);
+  tkc_set_platform(&p);
   tickclock_config cfg = {TICKCLOCK_SOURCE_TSC, 1, 0};
   REQUIRE(tickclock_init(&cfg) == TICKCLOCK_OK);
   tickclock_revalidate_every(1);
@@ -71,7 +71,7 @@ TEST_CASE("readers racing tickclock_revalidate() and re-initialisation") {
   for (auto &t : readers) t.join();
   tickclock_revalidate_every(0);
   const tickclock_info *last = tickclock_info_get();
-  tickclock__set_platform(NULL);
+  tkc_set_platform(NULL);
   CHECK(bad.load() == 0);
   CHECK(reads.load() > 0);
   // every round switched, either here or in a reader's periodic check

@@ -19,7 +19,7 @@
 
 #include "doctest/doctest.h"
 #include "internal.h"
-#include "tests/skip.h"
+#include "tests/support/skip.h"
 
 namespace {
 bool g_recording = false;
@@ -78,7 +78,7 @@ TEST_CASE("initialisation opens only /sys and /proc files") {
 TEST_CASE("secure_getenv: honoured normally, ignored under AT_SECURE") {
   REQUIRE(getauxval(AT_SECURE) == 0);
   setenv("TICKCLOCK_SECURITY_PROBE", "x", 1);
-  const char *v = tickclock__secure_getenv("TICKCLOCK_SECURITY_PROBE");
+  const char *v = tkc_secure_getenv("TICKCLOCK_SECURITY_PROBE");
   CHECK(v != nullptr);
   unsetenv("TICKCLOCK_SECURITY_PROBE");
 

@@ -1,32 +1,36 @@
 #!/usr/bin/env bash
 # Linkage of the single header, read from the symbol tables:
-#  - a TICKCLOCK_STATIC program defines tickclock symbols, none of them global;
+#  - a TICKCLOCK_STATIC program defines tickclock symbols (tickclock_*, and
+#    tkc_* internal ones), none of them global;
 #  - a shared library of the implementation compiled with -fvisibility=hidden
-#    exports exactly what tickclock.h declares with TICKCLOCK_API /
-#    TICKCLOCK__API_VAR, no internal function;
+#    exports exactly what tickclock.h (with tickclock_inline.h, its inline
+#    machinery) declares with TICKCLOCK_API /
+#    TKC_API_VAR, no internal function;
 #  - the test-only entry points (fixture parser, platform injection) are
 #    not compiled into either unless TICKCLOCK_TEST_API is defined.
-# Usage: symbols_test.sh STATIC_BINARY SHARED_LIBRARY TICKCLOCK_H
+# Usage: symbols_test.sh STATIC_BINARY SHARED_LIBRARY TICKCLOCK_H [HEADER...]
 set -uo pipefail
 static_bin=$1
 shared_lib=$2
 header=$3
+shift 3
+headers=("$header" "$@")  # tickclock.h and the headers it includes for callers
 fail=0
 err() { echo "FAIL: $*"; fail=1; }
 
-all_static=$(nm --defined-only "$static_bin" | awk '{print $NF}' | grep tickclock || true)
-global_static=$(nm --defined-only --extern-only "$static_bin" | awk '{print $NF}' | grep tickclock |
+all_static=$(nm --defined-only "$static_bin" | awk '{print $NF}' | grep -E 'tickclock|tkc_' || true)
+global_static=$(nm --defined-only --extern-only "$static_bin" | awk '{print $NF}' | grep -E 'tickclock|tkc_' |
                 grep -v '^__odr_asan' || true)
 [[ -n "$all_static" ]] || err "$static_bin: no tickclock symbol at all (was the implementation compiled in?)"
 [[ -z "$global_static" ]] || err "TICKCLOCK_STATIC program exports: $(echo $global_static)"
 
 # What the header declares for callers (functions and variables).
-declared=$( (sed -n 's/^TICKCLOCK_API .*[ *]\([A-Za-z_0-9]*\)(.*/\1/p' "$header"
-             sed -n 's/^TICKCLOCK__API_VAR .*[ *]\([A-Za-z_0-9]*\);.*/\1/p' "$header") | sort -u)
+declared=$( (sed -n 's/^TICKCLOCK_API .*[ *]\([A-Za-z_0-9]*\)(.*/\1/p' "${headers[@]}"
+             sed -n 's/^TKC_API_VAR .*[ *]\([A-Za-z_0-9]*\);.*/\1/p' "${headers[@]}") | sort -u)
 [[ $(echo "$declared" | wc -l) -ge 10 ]] || err "found only $(echo "$declared" | wc -l) API declarations in $header"
 # (a sanitizer build adds its own per-global symbols, e.g. ASan's
 # __odr_asan_gen_<name>: instrumentation, not the library's exports)
-exported=$(nm -D --defined-only "$shared_lib" | awk '{print $NF}' | grep tickclock |
+exported=$(nm -D --defined-only "$shared_lib" | awk '{print $NF}' | grep -E 'tickclock|tkc_' |
            grep -v '^__odr_asan' | sort -u || true)
 missing=$(comm -23 <(echo "$declared") <(echo "$exported"))
 extra=$(comm -13 <(echo "$declared") <(echo "$exported"))
@@ -35,7 +39,7 @@ extra=$(comm -13 <(echo "$declared") <(echo "$exported"))
 
 for f in "$static_bin" "$shared_lib"; do
   test_only=$(nm --defined-only "$f" | awk '{print $NF}' |
-              grep -E '^(tickclock_fixture_|tickclock__set_platform$)' || true)
+              grep -E '^(tickclock_fixture_|tkc_set_platform$)' || true)
   [[ -z "$test_only" ]] || err "$f contains test-only entry points: $(echo $test_only)"
 done
 

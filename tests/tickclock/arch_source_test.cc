@@ -30,8 +30,8 @@
 #include "doctest/doctest.h"
 #include "internal.h"
 #include "tickclock.h"
-#include "tests/host_facts.h"
-#include "tests/skip.h"
+#include "tests/support/host_facts.h"
+#include "tests/support/skip.h"
 
 #ifndef TICKCLOCK_TARGET_ARCH
 #error "TICKCLOCK_TARGET_ARCH must come from TARGET_ARCH_DEFINES (//platforms:defs.bzl)"
@@ -165,7 +165,7 @@ TEST_CASE("each target chooses its expected source automatically") {
       CHECK(src == "system");
     } else {
 #if defined(__x86_64__)
-      // decided by facts read without the library (tests/host_facts.h)
+      // decided by facts read without the library (tests/support/host_facts.h)
       tctest::HostFacts h = tctest::host_facts();
       MESSAGE(h.describe());
       std::string missing = h.tsc_required_missing();
@@ -218,7 +218,7 @@ TEST_CASE("each target chooses its expected source automatically") {
       CHECK(method == "arch_register");
       CHECK(std::string(in->freq_detail) == "cntfrq_el0");
 #if defined(__aarch64__)
-      CHECK(in->hz_num == tickclock__a64_cntfrq());
+      CHECK(in->hz_num == tkc_a64_cntfrq());
 #endif
       CHECK(in->hz_den == 1);
       if (emu) CHECK(in->hz_num == 62500000u);
@@ -258,10 +258,10 @@ TEST_CASE("the automatic source tracks CLOCK_MONOTONIC and reports its resolutio
 
 TEST_CASE("every source this process can run reports its resolution and tracks CLOCK_MONOTONIC") {
   tickclock_evidence ev;
-  tickclock__gather(NULL, &ev);
+  tkc_gather(NULL, &ev);
   char why[TICKCLOCK_REASON_LEN] = "";
   int sources[2] = {TICKCLOCK_SOURCE_SYSTEM, 0};
-  if (ev.arch_counter && tickclock__counter_executable(&ev, why, sizeof why))
+  if (ev.arch_counter && tkc_counter_executable(&ev, why, sizeof why))
     sources[1] = ev.arch_counter;
   else
     MESSAGE("no arch counter to force here: " << why);

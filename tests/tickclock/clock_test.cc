@@ -17,8 +17,8 @@
 #include "doctest/doctest.h"
 #include "internal.h"
 #include "tickclock.h"
-#include "tests/skip.h"
-#include "tests/sysclock_ref.h"
+#include "tests/support/skip.h"
+#include "tests/support/sysclock_ref.h"
 
 // Under ThreadSanitizer every atomic access is a runtime call, and the
 // ping-pong below becomes a context switch per round on a loaded 2-core
@@ -44,9 +44,9 @@ namespace {
 std::vector<int> runnable_sources() {
   std::vector<int> v = {TICKCLOCK_SOURCE_SYSTEM};
   tickclock_evidence ev;
-  tickclock__gather(NULL, &ev);
+  tkc_gather(NULL, &ev);
   char why[TICKCLOCK_REASON_LEN];
-  if (ev.arch_counter && tickclock__counter_executable(&ev, why, sizeof why))
+  if (ev.arch_counter && tkc_counter_executable(&ev, why, sizeof why))
     v.push_back(ev.arch_counter);
   else
     MESSAGE("arch counter not tested: " << why);
@@ -299,20 +299,20 @@ TEST_CASE("info explains the choice and every refused candidate") {
 
 #if defined(__x86_64__) || defined(__i386__)
 namespace {
-uint64_t rdtsc_ordered_fn() { return tickclock__x86_rdtsc_ordered(); }
+uint64_t rdtsc_ordered_fn() { return tkc_x86_rdtsc_ordered(); }
 }
 
 TEST_CASE("TSC calibration (20 ms, tightest bracket) agrees with a 1 s reference within 10 ppm") {
   tickclock_evidence ev;
-  tickclock__gather(NULL, &ev);
+  tkc_gather(NULL, &ev);
   char why[TICKCLOCK_REASON_LEN];
-  if (!tickclock__counter_executable(&ev, why, sizeof why)) {
+  if (!tkc_counter_executable(&ev, why, sizeof why)) {
     tctest::skip(std::string("TSC calibration vs the syscall clock: ") + why);
     return;
   }
   tickclock_calibration quick;
   uint64_t call0 = raw_ns();
-  REQUIRE(tickclock__calibrate(rdtsc_ordered_fn, 20, &quick) == 1);
+  REQUIRE(tkc_calibrate(rdtsc_ordered_fn, 20, &quick) == 1);
   uint64_t call_ns = raw_ns() - call0;
   // the oracle: the test's own brackets around CLOCK_MONOTONIC_RAW through
   // the system call over 1 s, not the library's calibration at 1 s (a

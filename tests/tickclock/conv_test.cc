@@ -1,4 +1,4 @@
-// Conversion contract (DESIGN.md "Conversion"), checked against an exact
+// Conversion contract (src/tickclock/README.md, "Conversion"), checked against an exact
 // 128-bit reference computed here, independently of the library's fixed
 // point. Built twice: with the compiler's __int128 multiply and with the
 // portable 32-bit-halves multiply (TICKCLOCK_NO_INT128).

@@ -42,9 +42,9 @@ int auto_choice() {
 
 bool counter_executable() {
   tickclock_evidence ev;
-  tickclock__gather(NULL, &ev);
+  tkc_gather(NULL, &ev);
   char why[TICKCLOCK_REASON_LEN];
-  return ev.arch_counter && tickclock__counter_executable(&ev, why, sizeof why);
+  return ev.arch_counter && tkc_counter_executable(&ev, why, sizeof why);
 }
 
 }  // namespace
@@ -132,7 +132,7 @@ TEST_CASE("an empty TICKCLOCK_SOURCE is the same as an unset one") {
   CHECK(tickclock_info_get()->env_error[0] == '\0');
   // the pure decider too, whatever the process reported before
   tickclock_evidence ev;
-  tickclock__gather(NULL, &ev);
+  tkc_gather(NULL, &ev);
   ev.have_env = 1;
   ev.env_value[0] = '\0';
   tickclock_info *out = new tickclock_info;
@@ -143,16 +143,16 @@ TEST_CASE("an empty TICKCLOCK_SOURCE is the same as an unset one") {
   unsetenv("TICKCLOCK_SOURCE");
 }
 
-TEST_CASE("tickclock__escape: printable ASCII kept, everything else escaped, never cut inside an escape") {
+TEST_CASE("tkc_escape: printable ASCII kept, everything else escaped, never cut inside an escape") {
   char b[64];
-  tickclock__escape(b, sizeof b, "plain text-1.cpuid");
+  tkc_escape(b, sizeof b, "plain text-1.cpuid");
   CHECK(std::string(b) == "plain text-1.cpuid");
-  tickclock__escape(b, sizeof b, "a\nb\tc\rd\\e\x01\x7f\x80\xff");
+  tkc_escape(b, sizeof b, "a\nb\tc\rd\\e\x01\x7f\x80\xff");
   CHECK(std::string(b) == "a\\nb\\tc\\rd\\\\e\\x01\\x7f\\x80\\xff");
-  tickclock__escape(b, 6, "ab\x1b");  // room for "ab" + 3 chars: the 4-char escape does not fit
+  tkc_escape(b, 6, "ab\x1b");  // room for "ab" + 3 chars: the 4-char escape does not fit
   CHECK(std::string(b) == "ab");
-  tickclock__escape(b, 7, "ab\x1b");
+  tkc_escape(b, 7, "ab\x1b");
   CHECK(std::string(b) == "ab\\x1b");
-  tickclock__escape(b, 1, "abc");
+  tkc_escape(b, 1, "abc");
   CHECK(std::string(b) == "");
 }

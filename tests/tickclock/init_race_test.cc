@@ -10,7 +10,7 @@
 
 TEST_CASE("64 threads racing the first read all get a valid reading") {
   const int n = 64;
-  REQUIRE(tickclock__g_state == NULL);  // nothing initialised yet
+  REQUIRE(tkc_g_state == NULL);  // nothing initialised yet
   std::atomic<int> ready(0);
   std::atomic<bool> go(false);
   std::vector<uint64_t> reading(n), ns(n);

@@ -1,5 +1,5 @@
 // Documented limits that live outside the pure decider, pinned on a
-// deterministic fake platform (tickclock__set_platform) just inside and
+// deterministic fake platform (tkc_set_platform) just inside and
 // just outside each one:
 //   - calibration (calibrate.c): the tightest bracket's midpoint at each
 //     end, the frequency exactly ticks*1e9/ns, and its bound
@@ -60,10 +60,10 @@ int fake_cpuid(void *, uint32_t leaf, uint32_t sub, tickclock_cpuid_regs *r) {
 }
 
 int fake_read_line(void *, const char *path, char *buf, size_t n) {
-  if (std::strcmp(path, TICKCLOCK__SYSFS_CURRENT_CLOCKSOURCE) == 0)
-    tickclock__strlcpy(buf, "tsc", n);
-  else if (std::strcmp(path, TICKCLOCK__SYSFS_AVAILABLE_CLOCKSOURCE) == 0)
-    tickclock__strlcpy(buf, "tsc hpet acpi_pm", n);
+  if (std::strcmp(path, TKC_SYSFS_CURRENT_CLOCKSOURCE) == 0)
+    tkc_strlcpy(buf, "tsc", n);
+  else if (std::strcmp(path, TKC_SYSFS_AVAILABLE_CLOCKSOURCE) == 0)
+    tkc_strlcpy(buf, "tsc hpet acpi_pm", n);
   else
     return 0;
   return 1;
@@ -106,9 +106,9 @@ uint64_t rd() { return fake_counter(nullptr); }
 struct Installed {
   Installed() {
     reset_world();
-    tickclock__set_platform(&kFake);
+    tkc_set_platform(&kFake);
   }
-  ~Installed() { tickclock__set_platform(nullptr); }
+  ~Installed() { tkc_set_platform(nullptr); }
 };
 
 }  // namespace
@@ -118,7 +118,7 @@ TEST_CASE("calibration: midpoints, exact frequency and the stated bound (by hand
   g.widen_after_sleep = true;  // start brackets 6000 ticks wide, end brackets 18000
   tickclock_calibration cal;
   std::memset(&cal, 0, sizeof cal);
-  REQUIRE(tickclock__calibrate(rd, 20, &cal) == 1);
+  REQUIRE(tkc_calibrate(rd, 20, &cal) == 1);
   CHECK(cal.ok == 1);
   // each bracket: counter, clock, counter, every read advancing time one step
   CHECK(cal.bracket_start == 6000u);
@@ -140,20 +140,20 @@ TEST_CASE("calibration: the quick one lengthens x4 until under 50 ppm; an asked 
   tickclock_calibration cal;
   // brackets 6000 ticks wide at 3 GHz: 1 ms gives ~2000 ppm, 4 ms ~500,
   // 16 ms ~125, 64 ms ~31: the first under TICKCLOCK_CAL_TARGET_PPM
-  REQUIRE(tickclock__calibrate(rd, 0, &cal) == 1);
+  REQUIRE(tkc_calibrate(rd, 0, &cal) == 1);
   CHECK(cal.ns >= UINT64_C(64000000));
   CHECK(cal.ns < UINT64_C(64020000));
   CHECK(cal.uncertainty_ppm <= TICKCLOCK_CAL_TARGET_PPM);
   CHECK(cal.uncertainty_ppm > TICKCLOCK_CAL_TARGET_PPM / 4);
   g.counter_step = g.raw_step = 100;  // 600-tick brackets: 1 ms is ~200 ppm, 4 ms ~50.5, 16 ms
-  REQUIRE(tickclock__calibrate(rd, 0, &cal) == 1);
+  REQUIRE(tkc_calibrate(rd, 0, &cal) == 1);
   CHECK(cal.ns >= UINT64_C(16000000));
   CHECK(cal.ns < UINT64_C(16020000));
   g.counter_step = g.raw_step = 1000;
-  REQUIRE(tickclock__calibrate(rd, 1000, &cal) == 1);
+  REQUIRE(tkc_calibrate(rd, 1000, &cal) == 1);
   CHECK(cal.ns >= UINT64_C(1000000000));
   CHECK(cal.ns < UINT64_C(1000020000));
-  REQUIRE(tickclock__calibrate(rd, 5000, &cal) == 1);
+  REQUIRE(tkc_calibrate(rd, 5000, &cal) == 1);
   CHECK(cal.ns >= UINT64_C(1000000000));
   CHECK(cal.ns < UINT64_C(1000020000));
 }
@@ -162,7 +162,7 @@ TEST_CASE("calibration: a counter that steps backwards in every bracket fails, m
   Installed p;
   g.backwards = true;
   tickclock_calibration cal;
-  CHECK(tickclock__calibrate(rd, 20, &cal) == 0);
+  CHECK(tkc_calibrate(rd, 20, &cal) == 0);
   CHECK(cal.ok == 0);
   CHECK(cal.bracket_start == UINT64_MAX);
   CHECK((cal.ns != 0 || cal.ticks != 0));  // the decider must not ask again

@@ -3,7 +3,7 @@
 # acquire load, before a release store; plain volatile is not ordered there
 # under /volatile:iso) compiled for aarch64-pc-windows-msvc by clang-19 in
 # MSVC-compatibility mode, as C11 and C++17, syntax only: the inline read
-# path of tickclock.h with TICKCLOCK__FORCE_MSVC_ATOMICS (so clang takes the
+# path of tickclock.h with TKC_FORCE_MSVC_ATOMICS (so clang takes the
 # MSVC branch). The implementation files need the Windows SDK, which is not
 # on this machine: only the header is checked.
 set -uo pipefail
@@ -22,7 +22,7 @@ int use(void) {
 }
 SRC
 flags=(--target=aarch64-pc-windows-msvc -fms-extensions -fms-compatibility
-       -fms-compatibility-version=19.30 -ffreestanding -DTICKCLOCK__FORCE_MSVC_ATOMICS
+       -fms-compatibility-version=19.30 -ffreestanding -DTKC_FORCE_MSVC_ATOMICS
        -I"$hdr_dir" -Wall -Wextra -Werror)
 pass=0 fail=0
 for mode in "c -std=c11" "c++ -std=c++17"; do
@@ -35,7 +35,7 @@ for mode in "c -std=c11" "c++ -std=c++17"; do
   # and the branch really is the ARM64 one: the acquire helper and DMB ISH
   # shellcheck disable=SC2086
   pre=$("$cc" "${flags[@]}" -x $mode -E "$tmp/use.c" 2>&1)
-  if [[ "$pre" == *tickclock__ld_acq* && "$pre" == *"__dmb(0xB)"* ]]; then
+  if [[ "$pre" == *tkc_ld_acq* && "$pre" == *"__dmb(0xB)"* ]]; then
     pass=$((pass + 1))
   else
     echo "FAIL ($mode): the MSVC ARM64 acquire/release helpers are not what the header uses"

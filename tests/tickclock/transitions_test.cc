@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "doctest/doctest.h"
-#include "tests/skip.h"
+#include "tests/support/skip.h"
 #include "tickclock.hpp"
 
 #if defined(__SANITIZE_THREAD__)
@@ -52,10 +52,10 @@
     _exit(77);                                     \
   } while (0)
 
-#if defined(TICKCLOCK__ARCH_COUNTER)
-#define TICKCLOCK__ARCH_COUNTER_OR_SYSTEM TICKCLOCK__ARCH_COUNTER
+#if defined(TKC_ARCH_COUNTER)
+#define TKC_ARCH_COUNTER_OR_SYSTEM TKC_ARCH_COUNTER
 #else
-#define TICKCLOCK__ARCH_COUNTER_OR_SYSTEM TICKCLOCK_SOURCE_SYSTEM
+#define TKC_ARCH_COUNTER_OR_SYSTEM TICKCLOCK_SOURCE_SYSTEM
 #endif
 
 namespace {
@@ -308,11 +308,11 @@ TEST_CASE("fork() while another thread is in the first initialisation: the child
     // inside it (forced: calibrated even where the automatic choice would
     // refuse the counter, as under emulation)
     std::thread init([] {
-      tickclock_config cfg = {TICKCLOCK__ARCH_COUNTER_OR_SYSTEM, 200, 0};
+      tickclock_config cfg = {TKC_ARCH_COUNTER_OR_SYSTEM, 200, 0};
       (void)tickclock_init(&cfg);
     });
     sleep_ms(20);
-    if (__atomic_load_n(&tickclock__g_state, __ATOMIC_ACQUIRE) != NULL) {
+    if (__atomic_load_n(&tkc_g_state, __ATOMIC_ACQUIRE) != NULL) {
       init.join();
       SKIP_CHILD("fork during the first initialisation: it was over within 20 ms (no counter "
                  "to calibrate here)");
@@ -342,7 +342,7 @@ namespace {
 std::atomic<int> g_handler_calls(0), g_handler_during_init(0);
 std::atomic<int> g_handler_bad(0);
 void on_alarm(int) {
-  int during = tickclock__g_state == NULL;  // the first initialisation is running
+  int during = tkc_g_state == NULL;  // the first initialisation is running
   uint64_t a = tickclock_now();
   uint64_t b = tickclock_now_ordered();
   if (tickclock_delta_ns(a, b) < 0) g_handler_bad++;

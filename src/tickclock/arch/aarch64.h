@@ -22,36 +22,42 @@
 
 #if defined(_MSC_VER) && !defined(__clang__)
 #include <intrin.h>
-TICKCLOCK__INLINE uint64_t tickclock__a64_cntvct(void) {
-  return TICKCLOCK__CAST(uint64_t, _ReadStatusReg(ARM64_CNTVCT));
+TKC_INLINE uint64_t tkc_a64_cntvct(void) {
+  return TKC_CAST(uint64_t, _ReadStatusReg(ARM64_CNTVCT));
 }
-TICKCLOCK__INLINE uint64_t tickclock__a64_cntvct_ordered(void) {
+TKC_INLINE uint64_t tkc_a64_cntvct_ordered(void) {
   __isb(_ARM64_BARRIER_SY);
-  return TICKCLOCK__CAST(uint64_t, _ReadStatusReg(ARM64_CNTVCT));
+  return TKC_CAST(uint64_t, _ReadStatusReg(ARM64_CNTVCT));
 }
-TICKCLOCK__INLINE uint64_t tickclock__a64_cntfrq(void) {
-  return TICKCLOCK__CAST(uint64_t, _ReadStatusReg(ARM64_CNTFRQ));
+TKC_INLINE uint64_t tkc_a64_cntfrq(void) {
+  return TKC_CAST(uint64_t, _ReadStatusReg(ARM64_CNTFRQ));
 }
 #else
-TICKCLOCK__INLINE uint64_t tickclock__a64_cntvct(void) {
+TKC_INLINE uint64_t tkc_a64_cntvct(void) {
   uint64_t v;
   __asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
   return v;
 }
-TICKCLOCK__INLINE uint64_t tickclock__a64_cntvct_ordered(void) {
+TKC_INLINE uint64_t tkc_a64_cntvct_ordered(void) {
   uint64_t v;
   __asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r"(v) : : "memory");
   return v;
 }
-TICKCLOCK__INLINE uint64_t tickclock__a64_cntfrq(void) {
+TKC_INLINE uint64_t tkc_a64_cntfrq(void) {
   uint64_t v;
   __asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(v));
   return v;
 }
 #endif
 
-#define TICKCLOCK__ARCH_COUNTER TICKCLOCK_SOURCE_CNTVCT
-#define tickclock__arch_read tickclock__a64_cntvct
-#define tickclock__arch_read_ordered tickclock__a64_cntvct_ordered
+#define TKC_ARCH_COUNTER TICKCLOCK_SOURCE_CNTVCT
+#define tkc_arch_read tkc_a64_cntvct
+#define tkc_arch_read_ordered tkc_a64_cntvct_ordered
+
+/* The stated frequency (evidence.c): CNTFRQ_EL0, as firmware programmed it. */
+#if defined(__aarch64__)
+#define TKC_NOMINAL_NAME "cntfrq_el0"
+#define TKC_NOMINAL_HZ() tkc_a64_cntfrq()
+#endif
 
 #endif /* TICKCLOCK_ARCH_AARCH64_H */

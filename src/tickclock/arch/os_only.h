@@ -10,7 +10,7 @@
  *   refuse it; its frequency is not exposed. clock_gettime.
  * anything else: clock_gettime.
  *
- * No TICKCLOCK__ARCH_COUNTER is defined: tickclock_now() goes straight to
+ * No TKC_ARCH_COUNTER is defined: tickclock_now() goes straight to
  * the OS clock.
  */
 #ifndef TICKCLOCK_ARCH_OS_ONLY_H

@@ -16,19 +16,22 @@
 
 #include "../port.h"
 
-TICKCLOCK__INLINE uint64_t tickclock__ppc_mftb(void) {
+TKC_INLINE uint64_t tkc_ppc_mftb(void) {
   uint64_t v;
   __asm__ __volatile__("mfspr %0, 268" : "=r"(v));
   return v;
 }
-TICKCLOCK__INLINE uint64_t tickclock__ppc_mftb_ordered(void) {
+TKC_INLINE uint64_t tkc_ppc_mftb_ordered(void) {
   uint64_t v;
   __asm__ __volatile__("isync\n\tmfspr %0, 268" : "=r"(v) : : "memory");
   return v;
 }
 
-#define TICKCLOCK__ARCH_COUNTER TICKCLOCK_SOURCE_TIMEBASE
-#define tickclock__arch_read tickclock__ppc_mftb
-#define tickclock__arch_read_ordered tickclock__ppc_mftb_ordered
+#define TKC_ARCH_COUNTER TICKCLOCK_SOURCE_TIMEBASE
+#define tkc_arch_read tkc_ppc_mftb
+#define tkc_arch_read_ordered tkc_ppc_mftb_ordered
+
+/* The stated frequency (evidence.c): "timebase" in /proc/cpuinfo (Linux). */
+#define TKC_NOMINAL_CPUINFO_TIMEBASE 1
 
 #endif /* TICKCLOCK_ARCH_PPC64_H */

@@ -19,19 +19,24 @@
 
 #include "../port.h"
 
-TICKCLOCK__INLINE uint64_t tickclock__rv_rdtime(void) {
+TKC_INLINE uint64_t tkc_rv_rdtime(void) {
   uint64_t v;
   __asm__ __volatile__("rdtime %0" : "=r"(v));
   return v;
 }
-TICKCLOCK__INLINE uint64_t tickclock__rv_rdtime_ordered(void) {
+TKC_INLINE uint64_t tkc_rv_rdtime_ordered(void) {
   uint64_t v;
   __asm__ __volatile__("fence iorw, iorw\n\trdtime %0" : "=r"(v) : : "memory");
   return v;
 }
 
-#define TICKCLOCK__ARCH_COUNTER TICKCLOCK_SOURCE_RDTIME
-#define tickclock__arch_read tickclock__rv_rdtime
-#define tickclock__arch_read_ordered tickclock__rv_rdtime_ordered
+#define TKC_ARCH_COUNTER TICKCLOCK_SOURCE_RDTIME
+#define tkc_arch_read tkc_rv_rdtime
+#define tkc_arch_read_ordered tkc_rv_rdtime_ordered
+
+/* The stated frequency (evidence.c, Linux): the device tree's
+ * /cpus/timebase-frequency, else "timebase" in /proc/cpuinfo. */
+#define TKC_NOMINAL_DT_TIMEBASE 1
+#define TKC_NOMINAL_CPUINFO_TIMEBASE 1
 
 #endif /* TICKCLOCK_ARCH_RISCV64_H */

@@ -14,21 +14,25 @@
 
 #include "../port.h"
 
-#define TICKCLOCK__TOD_HZ UINT64_C(4096000000)
+#define TKC_TOD_HZ UINT64_C(4096000000)
 
-TICKCLOCK__INLINE uint64_t tickclock__s390_stckf(void) {
+TKC_INLINE uint64_t tkc_s390_stckf(void) {
   uint64_t v;
   __asm__ __volatile__("stckf %0" : "=Q"(v) : : "cc");
   return v;
 }
-TICKCLOCK__INLINE uint64_t tickclock__s390_stckf_ordered(void) {
+TKC_INLINE uint64_t tkc_s390_stckf_ordered(void) {
   uint64_t v;
   __asm__ __volatile__("bcr 15,0\n\tstckf %0" : "=Q"(v) : : "cc", "memory");
   return v;
 }
 
-#define TICKCLOCK__ARCH_COUNTER TICKCLOCK_SOURCE_TOD
-#define tickclock__arch_read tickclock__s390_stckf
-#define tickclock__arch_read_ordered tickclock__s390_stckf_ordered
+#define TKC_ARCH_COUNTER TICKCLOCK_SOURCE_TOD
+#define tkc_arch_read tkc_s390_stckf
+#define tkc_arch_read_ordered tkc_s390_stckf_ordered
+
+/* The stated frequency (evidence.c): the TOD clock's architectural rate. */
+#define TKC_NOMINAL_NAME "tod_architecture"
+#define TKC_NOMINAL_HZ() TKC_TOD_HZ
 
 #endif /* TICKCLOCK_ARCH_S390X_H */

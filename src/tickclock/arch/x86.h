@@ -30,30 +30,30 @@
 #if defined(_MSC_VER) && !defined(__clang__)
 #include <intrin.h>
 #pragma intrinsic(__rdtsc, _mm_lfence)
-TICKCLOCK__INLINE uint64_t tickclock__x86_rdtsc(void) { return __rdtsc(); }
-TICKCLOCK__INLINE uint64_t tickclock__x86_rdtsc_ordered(void) {
+TKC_INLINE uint64_t tkc_x86_rdtsc(void) { return __rdtsc(); }
+TKC_INLINE uint64_t tkc_x86_rdtsc_ordered(void) {
   _mm_lfence();
   return __rdtsc();
 }
 #else
-TICKCLOCK__INLINE uint64_t tickclock__x86_rdtsc(void) {
+TKC_INLINE uint64_t tkc_x86_rdtsc(void) {
   uint32_t lo, hi;
   /* No "memory" clobber: the fast read may move relative to loads and
    * stores the compiler can see, which is the contract of tickclock_now. */
   __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-  return (TICKCLOCK__CAST(uint64_t, hi) << 32) | lo;
+  return (TKC_CAST(uint64_t, hi) << 32) | lo;
 }
-TICKCLOCK__INLINE uint64_t tickclock__x86_rdtsc_ordered(void) {
+TKC_INLINE uint64_t tkc_x86_rdtsc_ordered(void) {
   uint32_t lo, hi;
   /* "memory": the compiler must not sink earlier loads/stores below it. */
   __asm__ __volatile__("lfence\n\trdtsc" : "=a"(lo), "=d"(hi) : : "memory");
-  return (TICKCLOCK__CAST(uint64_t, hi) << 32) | lo;
+  return (TKC_CAST(uint64_t, hi) << 32) | lo;
 }
 #endif
 
 /* RDTSCP: only for the probe and benchmarks, and only after checking
  * CPUID.80000001H:EDX[27]; it raises #UD where absent. */
-TICKCLOCK__INLINE uint64_t tickclock__x86_rdtscp(uint32_t *aux) {
+TKC_INLINE uint64_t tkc_x86_rdtscp(uint32_t *aux) {
 #if defined(_MSC_VER) && !defined(__clang__)
   unsigned int a;
   uint64_t t = __rdtscp(&a);
@@ -63,12 +63,12 @@ TICKCLOCK__INLINE uint64_t tickclock__x86_rdtscp(uint32_t *aux) {
   uint32_t lo, hi, c;
   __asm__ __volatile__("rdtscp" : "=a"(lo), "=d"(hi), "=c"(c) : : "memory");
   *aux = c;
-  return (TICKCLOCK__CAST(uint64_t, hi) << 32) | lo;
+  return (TKC_CAST(uint64_t, hi) << 32) | lo;
 #endif
 }
 
-#define TICKCLOCK__ARCH_COUNTER TICKCLOCK_SOURCE_TSC
-#define tickclock__arch_read tickclock__x86_rdtsc
-#define tickclock__arch_read_ordered tickclock__x86_rdtsc_ordered
+#define TKC_ARCH_COUNTER TICKCLOCK_SOURCE_TSC
+#define tkc_arch_read tkc_x86_rdtsc
+#define tkc_arch_read_ordered tkc_x86_rdtsc_ordered
 
 #endif /* TICKCLOCK_ARCH_X86_H */

@@ -11,7 +11,7 @@
 #include <set>
 
 #include "doctest/doctest.h"
-#include "tests/fixture_util.h"
+#include "tests/support/fixture_util.h"
 
 using namespace tctest;
 
@@ -114,7 +114,7 @@ TEST_CASE("our rule vs Linux's present rule on a Skylake-U (i7-6600U-like: 216/2
   CHECK(std::string(lx.name) == "cpuid_15h_from_16h");
   CHECK(lx.from_table == 0);
   CHECK(lx.hz_num == UINT64_C(2599992000));
-  CHECK(tickclock__ppm(ours.hz_num, ours.hz_den, lx.hz_num, lx.hz_den) ==
+  CHECK(tkc_ppm(ours.hz_num, ours.hz_den, lx.hz_num, lx.hz_den) ==
         doctest::Approx(-3073.86).epsilon(1e-5));
   // ECX stated: both rules agree and nothing comes from the table
   x.leaf15_crystal_hz = 24000000;
@@ -146,7 +146,7 @@ TEST_CASE("a table crystal is used only after calibration agrees with it") {
   ev.tsc_prctl = TICKCLOCK_PRCTL_ENABLED;
   ev.os_linux = 1;
   ev.clocksource_known = 1;
-  tickclock__strlcpy(ev.clocksource, "tsc", sizeof ev.clocksource);
+  tkc_strlcpy(ev.clocksource, "tsc", sizeof ev.clocksource);
   ev.os_resolution_ns = 1;
   std::unique_ptr<tickclock_info> info(new tickclock_info);
   REQUIRE(tickclock_decide(&ev, info.get()) == 1);  // wants a calibration first
@@ -249,7 +249,7 @@ TEST_CASE("corpus: the dumps the crystal table covers, and Linux's rule on them"
         if (other != (double)e->hz) CHECK(std::fabs(other * ratio / base - 1) > 0.03);
     }
     if (tickclock_x86_freq_leaf15_linux(&x, &lx)) {
-      double ppm = tickclock__ppm(ours.hz_num, ours.hz_den, lx.hz_num, lx.hz_den);
+      double ppm = tkc_ppm(ours.hz_num, ours.hz_den, lx.hz_num, lx.hz_den);
       if (std::fabs(ppm) > 1) m.differ++;
       m.min_ppm = std::min(m.min_ppm, ppm);
       m.max_ppm = std::max(m.max_ppm, ppm);

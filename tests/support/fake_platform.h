@@ -120,7 +120,7 @@ inline int read_line(void *ctx, const char *path, char *buf, size_t n) {
     v = w->available;
   else
     return 0;
-  tickclock__strlcpy(buf, v.c_str(), n);
+  tkc_strlcpy(buf, v.c_str(), n);
   return !v.empty();
 }
 

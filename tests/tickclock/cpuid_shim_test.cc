@@ -15,7 +15,7 @@
 #include <ostream>
 
 #include "doctest/doctest.h"
-#include "tests/cpuidex_config.h"
+#include "tests/tickclock/cpuidex_config.h"
 
 #if defined(TICKCLOCK_CPUID_USE_CPUIDEX) && !TICKCLOCK_TEST_HAVE_CPUIDEX
 // This compiler's <cpuid.h> does not declare __cpuidex (clang 13-16):
@@ -80,7 +80,7 @@ constexpr bool kUnavailable = false;
 #endif
 
 TEST_CASE("forced CPUID path is the one compiled" * doctest::skip(kUnavailable)) {
-  CHECK(std::strcmp(TICKCLOCK__CPUID_PATH_NAME, EXPECT_CPUID_PATH) == 0);
+  CHECK(std::strcmp(TKC_CPUID_PATH_NAME, EXPECT_CPUID_PATH) == 0);
 }
 
 TEST_CASE("forced CPUID path gives the same leaves as a reference CPUID and the library" *
@@ -96,7 +96,7 @@ TEST_CASE("forced CPUID path gives the same leaves as a reference CPUID and the 
     uint32_t ref[4], shim[4];
     tickclock_cpuid_regs lib;
     ref_cpuid(l.leaf, l.sub, ref);
-    tickclock__cpuid_insn(l.leaf, l.sub, shim);
+    tkc_cpuid_insn(l.leaf, l.sub, shim);
     REQUIRE(tickclock_cpuid_native(nullptr, l.leaf, l.sub, &lib) == 1);
     CAPTURE(l.leaf);
     CAPTURE(l.sub);
@@ -111,7 +111,7 @@ TEST_CASE("forced CPUID path gives the same leaves as a reference CPUID and the 
   }
   // the vendor string, through the shim
   uint32_t r[4];
-  tickclock__cpuid_insn(0, 0, r);
+  tkc_cpuid_insn(0, 0, r);
   char v[13];
   std::memcpy(v, &r[1], 4);
   std::memcpy(v + 4, &r[3], 4);

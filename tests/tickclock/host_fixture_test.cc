@@ -10,7 +10,7 @@
 #include <string>
 
 #include "doctest/doctest.h"
-#include "tests/fixture_util.h"
+#include "tests/support/fixture_util.h"
 
 using namespace tctest;
 

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "doctest/doctest.h"
-#include "tests/fixture_util.h"
+#include "tests/support/fixture_util.h"
 
 using namespace tctest;
 
@@ -99,15 +99,15 @@ TEST_CASE("KVM: CLOCKSOURCE_STABLE_BIT decides where the kernel did not pick the
   SUBCASE("Linux whose kernel picked tsc: its verdict stands, the bit is not needed") {
     r.ev.os_linux = 1;
     r.ev.clocksource_known = 1;
-    tickclock__strlcpy(r.ev.clocksource, "tsc", sizeof r.ev.clocksource);
+    tkc_strlcpy(r.ev.clocksource, "tsc", sizeof r.ev.clocksource);
     CHECK(decide(r.ev).source() == TICKCLOCK_SOURCE_TSC);
   }
   SUBCASE("Linux on kvm-clock, tsc offered, KVM timing leaf agrees: the bit still decides") {
     r.ev.os_linux = 1;
     r.ev.clocksource_known = 1;
-    tickclock__strlcpy(r.ev.clocksource, "kvm-clock", sizeof r.ev.clocksource);
+    tkc_strlcpy(r.ev.clocksource, "kvm-clock", sizeof r.ev.clocksource);
     r.ev.available_known = 1;
-    tickclock__strlcpy(r.ev.available_clocksource, "kvm-clock tsc acpi_pm",
+    tkc_strlcpy(r.ev.available_clocksource, "kvm-clock tsc acpi_pm",
                        sizeof r.ev.available_clocksource);
     r.ev.x86.timing_leaf_valid = 1;
     r.ev.x86.timing_tsc_khz = 2500000;  // the fixture's calibration is 2.5 GHz
@@ -173,7 +173,7 @@ TEST_CASE("no kernel sync verdict: packages, TSC_ADJUST and the warp check") {
   SUBCASE("Linux: the kernel's verdict covers sync, packages do not matter") {
     two.ev.os_linux = 1;
     two.ev.clocksource_known = 1;
-    tickclock__strlcpy(two.ev.clocksource, "tsc", sizeof two.ev.clocksource);
+    tkc_strlcpy(two.ev.clocksource, "tsc", sizeof two.ev.clocksource);
     CHECK(decide(two.ev).source() == TICKCLOCK_SOURCE_TSC);
   }
   SUBCASE("a forced TSC is honoured, with the caveat") {
@@ -206,9 +206,9 @@ TEST_CASE("the vDSO reads the TSC too: the reasons say what that hides") {
     CAPTURE(cs);
     r.ev.os_linux = 1;
     r.ev.clocksource_known = 1;
-    tickclock__strlcpy(r.ev.clocksource, cs, sizeof r.ev.clocksource);
+    tkc_strlcpy(r.ev.clocksource, cs, sizeof r.ev.clocksource);
     r.ev.available_known = 1;
-    tickclock__strlcpy(r.ev.available_clocksource, "tsc kvm-clock hpet",
+    tkc_strlcpy(r.ev.available_clocksource, "tsc kvm-clock hpet",
                        sizeof r.ev.available_clocksource);
     r.ev.counter_read_ns = 19.5;
     r.ev.os_read_ns = 33.0;

@@ -10,8 +10,8 @@
 #include <set>
 
 #include "doctest/doctest.h"
-#include "tests/fixture_util.h"
-#include "tests/skip.h"
+#include "tests/support/fixture_util.h"
+#include "tests/support/skip.h"
 
 using namespace tctest;
 
@@ -132,9 +132,9 @@ TEST_CASE("shared corpus: parse, gating, well-formed decisions") {
       tickclock_fixture_evidence(p.fx.get(), &ev);
       ev.os_linux = v[0][0] != '\0';
       ev.clocksource_known = ev.os_linux;
-      tickclock__strlcpy(ev.clocksource, v[0], sizeof ev.clocksource);
+      tkc_strlcpy(ev.clocksource, v[0], sizeof ev.clocksource);
       ev.available_known = ev.os_linux;
-      tickclock__strlcpy(ev.available_clocksource, v[1], sizeof ev.available_clocksource);
+      tkc_strlcpy(ev.available_clocksource, v[1], sizeof ev.available_clocksource);
       std::unique_ptr<tickclock_info> info(new tickclock_info);
       int rc = tickclock_decide(&ev, info.get());
       if (rc == 1) {  // wants a calibration: give one near the CPUID answer or 2.5 GHz

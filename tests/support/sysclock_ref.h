@@ -1,7 +1,7 @@
 // An oracle for counter frequencies that shares nothing with the library:
 // the counter read given by the caller, bracketed around
 // CLOCK_MONOTONIC_RAW read through the system call itself (not the vDSO,
-// not tickclock__p_raw_ns, not tickclock__calibrate), over an interval
+// not tkc_p_raw_ns, not tkc_calibrate), over an interval
 // slept with nanosleep. A scale error in the library's calibration does
 // not cancel against it.
 #ifndef TICKCLOCK_TESTS_SYSCLOCK_REF_H

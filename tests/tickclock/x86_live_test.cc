@@ -8,10 +8,10 @@
 #include <iomanip>
 
 #include "doctest/doctest.h"
-#include "tests/fixture_util.h"
-#include "tests/skip.h"
+#include "tests/support/fixture_util.h"
+#include "tests/support/skip.h"
 
-#include "tests/host_facts.h"
+#include "tests/support/host_facts.h"
 
 using namespace tctest;
 
@@ -49,7 +49,7 @@ std::string sysfile(const char *p) {
 TEST_CASE("live: evidence matches the kernel's files; the automatic decision follows the policy") {
   tickclock_evidence ev;
   unsetenv("TICKCLOCK_SOURCE");
-  tickclock__gather(nullptr, &ev);
+  tkc_gather(nullptr, &ev);
   CHECK(ev.x86.have_cpuid);
   std::string cs = sysfile("/sys/devices/system/clocksource/clocksource0/current_clocksource");
   std::string av = sysfile("/sys/devices/system/clocksource/clocksource0/available_clocksource");
@@ -70,7 +70,7 @@ TEST_CASE("live: evidence matches the kernel's files; the automatic decision fol
   CHECK(ev.perf.attempted == (cs == "tsc"));
   std::unique_ptr<tickclock_info> d(new tickclock_info);
   if (tickclock_decide(&ev, d.get()) == 1) {
-    tickclock__calibrate(tickclock__x86_rdtsc_ordered, 20, &ev.cal);
+    tkc_calibrate(tkc_x86_rdtsc_ordered, 20, &ev.cal);
     REQUIRE(tickclock_decide(&ev, d.get()) == 0);
   }
   CHECK(malformed(*d) == "");
@@ -95,9 +95,9 @@ TEST_CASE("live: evidence matches the kernel's files; the automatic decision fol
 
 TEST_CASE("live: a forced TSC is within 10 ppm (+ its uncertainty) of a 1 s reference") {
   tickclock_evidence ev;
-  tickclock__gather(nullptr, &ev);
+  tkc_gather(nullptr, &ev);
   char why[TICKCLOCK_REASON_LEN];
-  if (!tickclock__counter_executable(&ev, why, sizeof why)) {
+  if (!tkc_counter_executable(&ev, why, sizeof why)) {
     tctest::skip(std::string("forced TSC vs a 1 s reference: RDTSC not executable here: ") + why);
     return;
   }

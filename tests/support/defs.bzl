@@ -12,7 +12,7 @@ def doctest_test(name, srcs, deps = ["//src/tickclock:internal"], size = "small"
         name = name,
         srcs = srcs,
         size = size,
-        deps = deps + ["//tests:doctest_main"],
+        deps = deps + ["//tests/support:doctest_main"],
         **kwargs
     )
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tickclock-probe cpuid: exit 0 and well-formed JSON with DESIGN.md's keys on
+# tickclock-probe cpuid: exit 0 and well-formed JSON with the documented keys on
 # every curated fixture and every dump of the shared corpus (when present);
 # exit 2 and a one-line error naming file:line on bad input.
 set -uo pipefail

@@ -1,0 +1,47 @@
+/* tickclock internals — the decider: evidence in, decision out. Pure
+ * (decide.c, with trust.c and freq_select.c). */
+#ifndef TICKCLOCK_DECIDE_H
+#define TICKCLOCK_DECIDE_H
+
+#include "sys.h"
+#include "tickclock.h"
+#include "evidence.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Pure: evidence -> decision (a filled tickclock_info, conversion included).
+ * Returns 1 if the decision needs a calibration of the arch counter that
+ * the evidence does not yet hold (the caller calibrates and decides again),
+ * 0 when final. */
+TKC_INTERNAL int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out);
+
+/* ---- the trust policy (trust.c) ---- */
+/* Can the arch counter be read without trapping? (pure; reason in why) */
+TKC_INTERNAL int tkc_counter_executable(const tickclock_evidence *ev, char *why, size_t n);
+/* Trust verdicts for automatic use of an executable counter. */
+#define TKC_TRUST_NO 0
+#define TKC_TRUST_YES 1
+#define TKC_TRUST_IF_HV_AGREES 2 /* paravirt clock: needs the hypervisor leaf to agree */
+/* Policy steps 2-4 for the executable counter: a TKC_TRUST_*
+ * verdict, the reason in why when it is not TRUST_YES. */
+TKC_INTERNAL int tkc_counter_trusted(const tickclock_evidence *ev, char *why, size_t n);
+/* Is cs a paravirtual clocksource (kvm-clock, Hyper-V's, Xen's)? */
+TKC_INTERNAL int tkc_is_paravirt_clock(const char *cs);
+
+/* ---- frequency-source selection (freq_select.c) ---- */
+/* Every frequency source for the arch counter into out->freqs: the ones
+ * found, and the ones that were not, with the reason. */
+TKC_INTERNAL void tkc_collect_freqs(const tickclock_evidence *ev, tickclock_info *out);
+/* Cross-checks every source against calibration; the pairwise matrix. */
+TKC_INTERNAL void tkc_check_freqs(const tickclock_evidence *ev, tickclock_info *out);
+/* The preferred usable source by rank, or NULL. */
+TKC_INTERNAL tickclock_freq_candidate *tkc_pick_freq(const tickclock_evidence *ev,
+                                                                   tickclock_info *out);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TICKCLOCK_DECIDE_H */

@@ -1,0 +1,65 @@
+/* tickclock internals — the evidence the decider reads, and the
+ * gatherer that fills it through the platform (evidence.c). */
+#ifndef TICKCLOCK_EVIDENCE_H
+#define TICKCLOCK_EVIDENCE_H
+
+#include "sys.h"
+#include "tickclock.h"
+#include "freq.h"
+#include "cpuid_x86.h"
+#include "platform.h"
+#include "calibrate.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Agreement bound: a frequency source is refused when it disagrees with
+ * calibration by more than TICKCLOCK_AGREE_PPM plus the calibration's own
+ * uncertainty and the source's quantisation. */
+#define TICKCLOCK_AGREE_PPM 25.0
+/* An automatic choice refuses the counter when the calibration's own bound
+ * exceeds this (policy step 5 in README.md): the quick calibration is
+ * lengthened until it is under it (calibrate.c), and a frequency worse than
+ * it is never published for the counter. */
+#define TICKCLOCK_CAL_MAX_UNCERTAINTY_PPM TICKCLOCK_CAL_TARGET_PPM
+
+typedef struct tickclock_evidence {
+  int arch_counter;            /* the ISA's counter source, 0 if none */
+  tickclock_x86_facts x86;     /* x86 only */
+  int os_source;               /* the fallback: SYSTEM (POSIX) or QPC (Windows) */
+  uint64_t os_hz;              /* its frequency: 1e9 for SYSTEM, QPF for QPC */
+  int os_linux;                /* the Linux checks below apply */
+  int tsc_prctl;               /* TICKCLOCK_PRCTL_* */
+  int clocksource_known;
+  char clocksource[32];        /* current_clocksource, e.g. "tsc" */
+  int available_known;
+  char available_clocksource[128]; /* available_clocksource, e.g. "tsc hpet acpi_pm" */
+  tickclock_perf_page perf;    /* x86 Linux only */
+  tickclock_freq arch_nominal; /* non-x86 counters: the stated frequency
+                                  (CNTFRQ_EL0, the TOD architecture, the
+                                  device tree, /proc/cpuinfo timebase) */
+  double counter_read_ns;      /* measured, 0 if not measured */
+  double os_read_ns;           /* measured, 0 if not measured */
+  double os_resolution_ns;     /* clock_getres(CLOCK_MONOTONIC) */
+  tickclock_calibration cal;   /* of the arch counter; ok=0 if not done */
+  int cfg_source;              /* tickclock_config.source */
+  int have_env;                /* TICKCLOCK_SOURCE was set (and honoured) */
+  char env_value[40];          /* its value, truncated */
+  /* What stands in for the kernel's TSC sync verdict where there is none
+   * (off Linux): filled where the gatherer can, else left 0 (unknown). */
+  int cpu_packages;            /* physical packages (sockets) counted; 0 unknown */
+  int warp_checked;            /* a cross-CPU warp check ran on every CPU pair */
+  int warp_ok;                 /* ... and no read stepped back across CPUs */
+  double warp_max_ns;          /* its largest backward step, ns */
+} tickclock_evidence;
+
+/* Impure gathering, through the platform. */
+TKC_INTERNAL void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev);
+TKC_INTERNAL double tkc_measure_read_ns(uint64_t (*rd)(void)); /* min over batches */
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TICKCLOCK_EVIDENCE_H */

@@ -1,0 +1,127 @@
+/* tickclock internals — the platform: everything the library asks the
+ * outside world (platform.c dispatches to an installed fake or to the
+ * native implementation in platform_native.c). Only evidence gathering,
+ * calibration, initialisation and re-validation call it. */
+#ifndef TICKCLOCK_PLATFORM_H
+#define TICKCLOCK_PLATFORM_H
+
+#include "sys.h"
+#include "tickclock.h"
+#include "cpuid_x86.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TICKCLOCK_PRCTL_UNKNOWN 0
+#define TICKCLOCK_PRCTL_ENABLED 1
+#define TICKCLOCK_PRCTL_SIGSEGV 2
+
+/* The perf_event mmap page of a self-monitoring event: the kernel's own
+ * TSC -> ns conversion (ns = (tsc * time_mult) >> time_shift), valid only
+ * when cap_user_time is set (the kernel's clocksource is the TSC). */
+typedef struct tickclock_perf_page {
+  int attempted;           /* perf_event_open was tried */
+  int ok;                  /* the page was mapped and read consistently */
+  int err;                 /* errno of the failing call, 0 if none */
+  uint32_t version;        /* the page's version field (as the kernel left it) */
+  int cap_user_time, cap_user_time_zero;
+  uint32_t time_mult;
+  uint32_t time_shift;
+} tickclock_perf_page;
+
+
+/* ---- the platform: everything the gatherer asks the outside world ------
+ * Tests install a fake (tkc_set_platform) to replay per-CPU offsets,
+ * jumps, wrap, clocksource flips, denied syscalls, trapped reads; a NULL
+ * member (or no platform at all) means the native one. Only initialisation,
+ * calibration and tickclock_revalidate() go through it: the inline read
+ * path never does, except in a test-only build of the core compiled with
+ * -DTICKCLOCK_TEST_FAKE_COUNTER, where tkc_arch_read() calls
+ * counter(). */
+typedef struct tickclock_platform {
+  void *ctx;
+  tickclock_cpuid_fn cpuid;  /* CPUID (ctx passed) */
+  /* The first line of a /sys or /proc file, trailing newline/blanks
+   * removed, into buf; returns 1 if a non-empty line was read, 0 if the
+   * file is missing or unreadable. */
+  int (*read_line)(void *ctx, const char *path, char *buf, size_t n);
+  /* prctl(PR_GET_TSC): TICKCLOCK_PRCTL_* */
+  int (*prctl_get_tsc)(void *ctx);
+  /* Fills the perf_event mmap page evidence (attempted/ok/err/...). */
+  void (*perf_page)(void *ctx, tickclock_perf_page *pp);
+  uint64_t (*counter)(void *ctx);          /* the arch counter */
+  uint64_t (*counter_ordered)(void *ctx);  /* ... not before earlier loads */
+  uint64_t (*raw_ns)(void *ctx);           /* CLOCK_MONOTONIC_RAW (vDSO) */
+  uint64_t (*os_ns)(void *ctx);            /* the OS clock's ticks (CLOCK_MONOTONIC, vDSO) */
+  /* The same two clocks through the system call: what every read uses once
+   * RDTSC is known to be disabled (the vDSO may execute RDTSC itself). */
+  uint64_t (*raw_ns_sys)(void *ctx);
+  uint64_t (*os_ns_sys)(void *ctx);
+  void (*sleep_ns)(void *ctx, uint64_t ns);
+  const char *(*getenv)(void *ctx, const char *name); /* already secure */
+  /* The first line of a file starting with prefix (read in pieces of
+   * n - 1 bytes, as fgets does), into buf; 1 if found. /proc/cpuinfo. */
+  int (*find_line)(void *ctx, const char *path, const char *prefix, char *buf, size_t n);
+  /* Up to n bytes of a file; 0 if missing or unreadable. The device tree. */
+  size_t (*read_bytes)(void *ctx, const char *path, void *buf, size_t n);
+} tickclock_platform;
+
+/* Installs p (NULL: the native platform) and clears the system-call flag
+ * (tkc_os_syscall_on). Tests reach it through
+ * tkc_set_platform (state.h), which also forgets the published
+ * state. */
+TKC_INTERNAL void tkc_platform_install(const tickclock_platform *p);
+TKC_INTERNAL int tkc_p_read_line(const char *path, char *buf, size_t n);
+TKC_INTERNAL int tkc_p_prctl_get_tsc(void);
+TKC_INTERNAL void tkc_p_perf_page(tickclock_perf_page *pp);
+/* A tickclock_cpuid_fn (ctx unused): the installed platform's CPUID. */
+TKC_INTERNAL int tkc_p_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf,
+                                           tickclock_cpuid_regs *out);
+TKC_INTERNAL int tkc_p_find_line(const char *path, const char *prefix, char *buf,
+                                               size_t n);
+TKC_INTERNAL size_t tkc_p_read_bytes(const char *path, void *buf, size_t n);
+TKC_INTERNAL uint64_t tkc_p_counter(void);
+TKC_INTERNAL uint64_t tkc_p_counter_ordered(void);
+TKC_INTERNAL uint64_t tkc_p_raw_ns(void);
+TKC_INTERNAL uint64_t tkc_p_os_ns(void);
+TKC_INTERNAL void tkc_p_sleep_ns(uint64_t ns);
+TKC_INTERNAL const char *tkc_p_getenv(const char *name);
+/* ---- the native platform (platform_native.c) ---- */
+TKC_INTERNAL int tkc_native_read_line(const char *path, char *buf, size_t n);
+TKC_INTERNAL int tkc_native_find_line(const char *path, const char *prefix,
+                                                    char *buf, size_t n);
+TKC_INTERNAL size_t tkc_native_read_bytes(const char *path, void *buf, size_t n);
+TKC_INTERNAL int tkc_native_prctl_get_tsc(void);
+TKC_INTERNAL void tkc_native_perf_page(tickclock_perf_page *pp);
+
+/* The kernel's clocksource verdict (Linux), read at initialisation, by
+ * re-validation and by the probe. */
+#define TKC_SYSFS_CURRENT_CLOCKSOURCE \
+  "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+#define TKC_SYSFS_AVAILABLE_CLOCKSOURCE \
+  "/sys/devices/system/clocksource/clocksource0/available_clocksource"
+
+/* Sticky: set once RDTSC was seen disabled (PR_GET_TSC =
+ * PR_TSC_SIGSEGV). From then on every OS clock read in the library is a
+ * system call. */
+TKC_INTERNAL void tkc_os_use_syscall(int on); /* 0: tests only */
+TKC_INTERNAL int tkc_os_syscall_on(void);
+/* The kernel's current clocksource into buf (a file kept open after the
+ * first read, so a periodic check allocates nothing); 1 if read. */
+TKC_INTERNAL int tkc_p_clocksource(char *buf, size_t n);
+TKC_INTERNAL uint64_t tkc_os_now(void);      /* CLOCK_MONOTONIC (Windows: QPC) in ns */
+/* The fallback source's raw ticks (async-signal-safe); every native clock
+ * read here is a system call once tkc_os_syscall_on(). */
+TKC_INTERNAL uint64_t tkc_os_read(void);
+TKC_INTERNAL uint64_t tkc_qpc_hz(void);      /* QueryPerformanceFrequency; 0 off Windows */
+TKC_INTERNAL void tkc_sleep_ns(uint64_t ns);
+TKC_INTERNAL uint64_t tkc_os_now_raw(void);  /* CLOCK_MONOTONIC_RAW, ns */
+TKC_INTERNAL double tkc_os_resolution_ns(void); /* clock_getres(CLOCK_MONOTONIC) */
+TKC_INTERNAL const char *tkc_secure_getenv(const char *name);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TICKCLOCK_PLATFORM_H */

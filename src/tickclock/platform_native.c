@@ -1,0 +1,296 @@
+/* tickclock — the native platform: the OS clock (the fallback source and
+ * the calibration reference) and every other fact the library asks the
+ * operating system for. Only platform.c calls in here (and the native
+ * clock reads the published state uses).
+ *
+ * The OS clock:
+ *  - POSIX: clock_gettime(CLOCK_MONOTONIC) is the fallback (ticks are ns);
+ *    CLOCK_MONOTONIC_RAW (not slewed by NTP) is the calibration reference.
+ *  - Windows: QueryPerformanceCounter is the fallback; its ticks are QPC
+ *    counts at QueryPerformanceFrequency, converted with the same exact
+ *    conversion as any counter. The reference is QPC converted to ns.
+ */
+#include "platform.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__linux__)
+#include <sys/prctl.h>
+#include <sys/auxv.h>
+#include <errno.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#if defined(TKC_X86) && defined(SYS_perf_event_open) && \
+    !defined(TICKCLOCK_NO_PERF)
+#include <linux/perf_event.h>
+#define TKC_HAVE_PERF 1
+#endif
+#endif
+
+#if defined(_WIN32)
+#include <windows.h>
+#else
+#include <time.h>
+#endif
+#if defined(__linux__) && defined(TKC_X86)
+#include <sys/syscall.h>
+#include <unistd.h>
+#if defined(SYS_clock_gettime)
+#define TKC_HAVE_CLOCK_SYSCALL 1
+#endif
+#endif
+
+static TKC_SHARED int tkc_g_os_syscall = 0;
+
+void tkc_os_use_syscall(int on) { TKC_STORE_RELEASE(&tkc_g_os_syscall, on); }
+int tkc_os_syscall_on(void) { return TKC_LOAD_RELAXED(&tkc_g_os_syscall); }
+
+#if defined(_WIN32)
+
+/* QPF is fixed at boot; read it once (benign race: every thread computes
+ * the same value, and the publication is the conversion's own). */
+static const tickclock_conv *tkc_qpc_conv(void) {
+  static tickclock_conv conv;
+  static TKC_SHARED int ready = 0;
+  if (!TKC_LOAD_ACQUIRE(&ready)) {
+    LARGE_INTEGER f;
+    tickclock_conv c;
+    if (!QueryPerformanceFrequency(&f) || f.QuadPart <= 0 ||
+        tickclock_conv_init(&c, (uint64_t)f.QuadPart, 1) != TICKCLOCK_OK)
+      tickclock_conv_init(&c, UINT64_C(1000000000), 1); /* cannot happen on XP+ */
+    conv = c;
+    TKC_STORE_RELEASE(&ready, 1);
+  }
+  return &conv;
+}
+
+uint64_t tkc_qpc_hz(void) { return tkc_qpc_conv()->hz_num; }
+
+uint64_t tkc_os_read(void) {
+  LARGE_INTEGER c;
+  QueryPerformanceCounter(&c);
+  return (uint64_t)c.QuadPart;
+}
+
+uint64_t tkc_os_now(void) {
+  return tickclock_conv_ticks_to_ns(tkc_qpc_conv(), tkc_os_read());
+}
+
+uint64_t tkc_os_now_raw(void) { return tkc_os_now(); }
+
+double tkc_os_resolution_ns(void) {
+  return 1e9 / (double)tkc_qpc_conv()->hz_num;
+}
+
+void tkc_sleep_ns(uint64_t ns) { Sleep((DWORD)(ns / UINT64_C(1000000))); }
+
+#else /* POSIX */
+
+static uint64_t tkc_ts_ns(const struct timespec *ts) {
+  return (uint64_t)ts->tv_sec * UINT64_C(1000000000) + (uint64_t)ts->tv_nsec;
+}
+
+/* One clock read. With clocksource tsc, kvm-clock or the Hyper-V TSC page
+ * the vDSO's clock_gettime executes RDTSC itself, so once RDTSC is
+ * disabled (prctl PR_SET_TSC) the vDSO traps like a direct read: then the
+ * system call, which reads the clock in the kernel. The kernel's
+ * timespec for SYS_clock_gettime is two longs on i386 and x86-64 alike,
+ * whatever time_t the C library was built with. */
+static uint64_t tkc_clock_ns(int id) {
+  struct timespec ts;
+#if defined(TKC_HAVE_CLOCK_SYSCALL)
+  if (TKC_LOAD_RELAXED(&tkc_g_os_syscall)) {
+    struct {
+      long sec, nsec;
+    } k;
+    if (syscall(SYS_clock_gettime, (long)id, &k) != 0) return 0;
+    return (uint64_t)k.sec * UINT64_C(1000000000) + (uint64_t)k.nsec;
+  }
+#endif
+  clock_gettime(id, &ts);
+  return tkc_ts_ns(&ts);
+}
+
+uint64_t tkc_os_now(void) { return tkc_clock_ns(CLOCK_MONOTONIC); }
+
+uint64_t tkc_os_read(void) { return tkc_os_now(); }
+
+uint64_t tkc_qpc_hz(void) { return 0; }
+
+uint64_t tkc_os_now_raw(void) {
+#if defined(CLOCK_MONOTONIC_RAW)
+  return tkc_clock_ns(CLOCK_MONOTONIC_RAW);
+#else
+  return tkc_clock_ns(CLOCK_MONOTONIC);
+#endif
+}
+
+double tkc_os_resolution_ns(void) {
+  struct timespec ts;
+  if (clock_getres(CLOCK_MONOTONIC, &ts) != 0) return 0;
+  return (double)tkc_ts_ns(&ts);
+}
+
+void tkc_sleep_ns(uint64_t ns) {
+  struct timespec req;
+  req.tv_sec = (time_t)(ns / UINT64_C(1000000000));
+  req.tv_nsec = (long)(ns % UINT64_C(1000000000));
+  nanosleep(&req, NULL);
+}
+
+#endif
+
+/* secure_getenv semantics: ignore the environment in setuid/setgid (and
+ * other AT_SECURE) processes. The check is glibc's own (getauxval), which
+ * is declared in every mode, unlike secure_getenv. */
+const char *tkc_secure_getenv(const char *name) {
+#if defined(__linux__)
+  if (getauxval(AT_SECURE)) return NULL;
+  return getenv(name);
+#else
+  return getenv(name);
+#endif
+}
+
+/* The first line of a /sys or /proc file (native platform). */
+int tkc_native_read_line(const char *path, char *buf, size_t n) {
+#if defined(__linux__)
+  FILE *f;
+  int known = 0;
+  if (n == 0) return 0;
+  buf[0] = '\0';
+  f = fopen(path, "re");
+  if (f == NULL) return 0;
+  if (fgets(buf, (int)n, f) != NULL) {
+    size_t len = strlen(buf);
+    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) buf[--len] = '\0';
+    known = len > 0;
+  }
+  fclose(f);
+  return known;
+#else
+  (void)path;
+  if (n > 0) buf[0] = '\0';
+  return 0;
+#endif
+}
+
+/* prctl(PR_GET_TSC) (native platform): TICKCLOCK_PRCTL_*. The setting is
+ * per thread (inherited by threads created later). */
+int tkc_native_prctl_get_tsc(void) {
+#if defined(__linux__) && defined(PR_GET_TSC)
+  int mode = 0;
+  if (prctl(PR_GET_TSC, &mode, 0, 0, 0) == 0)
+    return mode == PR_TSC_SIGSEGV ? TICKCLOCK_PRCTL_SIGSEGV : TICKCLOCK_PRCTL_ENABLED;
+#endif
+  return TICKCLOCK_PRCTL_UNKNOWN;
+}
+
+#if defined(TKC_HAVE_PERF)
+/* The perf_event mmap page of a self-monitoring dummy event: the kernel's
+ * own TSC -> ns parameters (time_mult, time_shift), valid when
+ * cap_user_time says the kernel's clock is the TSC. Read under the page's
+ * seqlock (the lock word is odd while the kernel writes). */
+static void tkc_read_perf_page(tickclock_perf_page *pp) {
+  struct perf_event_attr attr;
+  long fd;
+  long page = sysconf(_SC_PAGESIZE);
+  void *map;
+  int tries;
+  memset(&attr, 0, sizeof attr);
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.size = sizeof attr;
+  attr.config = PERF_COUNT_SW_DUMMY;
+  attr.exclude_kernel = 1;
+  attr.exclude_hv = 1;
+  pp->attempted = 1;
+  fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+  if (fd < 0) {
+    pp->err = errno;
+    return;
+  }
+  map = mmap(NULL, page > 0 ? (size_t)page : 4096u, PROT_READ, MAP_SHARED, (int)fd, 0);
+  if (map == MAP_FAILED) {
+    pp->err = errno;
+    close((int)fd);
+    return;
+  }
+  for (tries = 0; tries < 1000; tries++) {
+    const volatile struct perf_event_mmap_page *p = (const volatile struct perf_event_mmap_page *)map;
+    uint32_t seq = p->lock, seq2;
+    uint64_t caps;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    pp->version = p->version;
+    caps = p->capabilities;
+    pp->time_mult = p->time_mult;
+    pp->time_shift = p->time_shift;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    seq2 = p->lock;
+    if (seq == seq2 && !(seq & 1u)) {
+      /* capability bits: 2 cap_user_rdpmc, 3 cap_user_time, 4 cap_user_time_zero */
+      pp->cap_user_time = (int)((caps >> 3) & 1u);
+      pp->cap_user_time_zero = (int)((caps >> 4) & 1u);
+      pp->ok = 1;
+      break;
+    }
+  }
+  munmap(map, page > 0 ? (size_t)page : 4096u);
+  close((int)fd);
+}
+#endif
+
+void tkc_native_perf_page(tickclock_perf_page *pp) {
+#if defined(TKC_HAVE_PERF)
+  tkc_read_perf_page(pp);
+#else
+  (void)pp;
+#endif
+}
+
+
+/* Up to n bytes of a file (native platform); 0 if missing or unreadable. */
+size_t tkc_native_read_bytes(const char *path, void *buf, size_t n) {
+#if defined(__linux__)
+  size_t got;
+  FILE *f = fopen(path, "rbe");
+  if (f == NULL) return 0;
+  got = fread(buf, 1, n, f);
+  fclose(f);
+  return got;
+#else
+  (void)path;
+  (void)buf;
+  (void)n;
+  return 0;
+#endif
+}
+
+/* The first line of a file that starts with prefix (native platform),
+ * read in pieces of n - 1 bytes as fgets does; 1 if found. */
+int tkc_native_find_line(const char *path, const char *prefix, char *buf, size_t n) {
+#if defined(__linux__)
+  size_t k = strlen(prefix);
+  FILE *f;
+  if (n == 0) return 0;
+  buf[0] = '\0';
+  f = fopen(path, "re");
+  if (f == NULL) return 0;
+  while (fgets(buf, (int)n, f) != NULL) {
+    if (strncmp(buf, prefix, k) == 0) {
+      fclose(f);
+      return 1;
+    }
+  }
+  buf[0] = '\0';
+  fclose(f);
+  return 0;
+#else
+  (void)path;
+  (void)prefix;
+  if (n > 0) buf[0] = '\0';
+  return 0;
+#endif
+}

@@ -1,0 +1,262 @@
+/* tickclock — re-validation and refinement of the published counter
+ * state (lock held throughout).
+ *
+ * Faults after initialisation:
+ *  - prctl(PR_SET_TSC, PR_TSC_SIGSEGV) after the TSC was chosen: the next
+ *    tickclock_now() in that thread executes RDTSC and the kernel delivers
+ *    SIGSEGV (the hot path is one load, a compare and RDTSC; asking the
+ *    kernel first would cost a system call per read). Call
+ *    tickclock_revalidate() in that thread right after changing the
+ *    setting: it sees PR_GET_TSC = PR_TSC_SIGSEGV and switches every thread
+ *    to the OS clock through the system call, without reading the counter
+ *    (the continuity bound comes from the last conclusive sample and the
+ *    frequency's uncertainty). The setting is per thread.
+ *  - the kernel switches its clocksource (watchdog: tsc -> hpet), the
+ *    counter jumps (suspend, migration, a CPU with another TSC offset), or
+ *    its rate drifts from CLOCK_MONOTONIC_RAW: tickclock_revalidate()
+ *    (explicit, or periodic with tickclock_revalidate_every()) switches to
+ *    the OS clock. Nothing is checked on the read path.
+ *
+ * Refinement: a calibrated frequency is measured again from the same start
+ * bracket on a baseline four times longer each time, until it spans 1 s;
+ * each better figure is published as a state continuous with the last.
+ */
+#include "state.h"
+#include "text.h"
+
+#include <string.h>
+
+#if defined(TKC_ARCH_COUNTER)
+/* The state being built by a switch or a refinement (too big for small
+ * stacks; lock held). */
+static tickclock_info tkc_next;
+#endif
+
+#if defined(TKC_ARCH_COUNTER)
+/* Replaces the counter state old by the OS clock, in the same unit. */
+static void tkc_switch_to_os(const tickclock_info *old, const char *why, int trust) {
+  tickclock_info *fresh = &tkc_next;
+  unsigned i;
+#if defined(_WIN32)
+  int os = TICKCLOCK_SOURCE_QPC;
+  uint64_t os_hz = tkc_qpc_hz();
+#else
+  int os = TICKCLOCK_SOURCE_SYSTEM;
+  uint64_t os_hz = UINT64_C(1000000000);
+#endif
+  memcpy(fresh, old, sizeof *fresh);
+  fresh->source = os;
+  fresh->source_name = tickclock_source_name(os);
+  if (tickclock_conv_init(&fresh->conv, os_hz ? os_hz : 1, 1) != TICKCLOCK_OK)
+    tickclock_conv_init(&fresh->conv, UINT64_C(1000000000), 1);
+  fresh->hz_num = fresh->conv.hz_num;
+  fresh->hz_den = fresh->conv.hz_den;
+  fresh->hz = (double)fresh->hz_num / (double)fresh->hz_den;
+  fresh->uncertainty_ppm = 0;
+  fresh->resolution_ns = 1e9 / fresh->hz;
+  fresh->freq_method = os == TICKCLOCK_SOURCE_SYSTEM ? TICKCLOCK_FREQ_IDENTITY : TICKCLOCK_FREQ_OS;
+  fresh->freq_method_name = tickclock_freq_method_name(fresh->freq_method);
+  fresh->freq_detail = os == TICKCLOCK_SOURCE_SYSTEM ? "identity" : "query_performance_frequency";
+  for (i = 0; i < fresh->n_candidates && i < TICKCLOCK_MAX_CANDIDATES; i++) {
+    tickclock_candidate *c = &fresh->candidates[i];
+    c->chosen = c->source == os;
+    if (c->source == old->source) {
+      c->usable = 0;
+      tkc_fmt(c->reason, sizeof c->reason, "re-validation: %s", why);
+    }
+  }
+  tkc_fmt(fresh->why, sizeof fresh->why, "re-validation switched from %s: %s",
+                 tickclock_source_name(old->source), why);
+  fresh->revalidated = 1;
+  (void)tkc_publish(fresh, old, trust, 1, NULL); /* the spare: cannot fail */
+}
+
+/* |a - b| > bound, for two ns spans. */
+static int tkc_disagree(double a, double b, double bound) {
+  return a - b > bound || b - a > bound;
+}
+
+/* Counter time against CLOCK_MONOTONIC_RAW from the sample ref to b (whose
+ * bracket is w ns wide): they must agree within (DRIFT_PPM + the
+ * frequency's uncertainty) of the raw time, plus DRIFT_ABS_NS and the two
+ * brackets' half-widths. 1 when they do not; the figures in dc, dr, bound. */
+static int tkc_drifted(const tickclock_info *s, tkc_bracket b, double w,
+                              tkc_bracket ref, double *dc, double *dr, double *bound) {
+  double wr = (double)tickclock_conv_ticks_to_ns(&s->src_conv, ref.width);
+  double rate = (TICKCLOCK_REVALIDATE_DRIFT_PPM + s->uncertainty_ppm) * 1e-6;
+  *dc = (double)tickclock_conv_delta_to_ns(&s->src_conv, (int64_t)(b.mid - ref.mid));
+  *dr = (double)(int64_t)(b.ns - ref.ns);
+  *bound = *dr * rate + TICKCLOCK_REVALIDATE_DRIFT_ABS_NS + (w + wr) / 2;
+  return tkc_disagree(*dc, *dr, *bound);
+}
+
+/* The checks; lock held, state published. Formats only when switching. */
+/* Before any counter read of a check or a refinement: RDTSC disabled for
+ * this thread means switching without reading it. 1 if it switched. */
+static int tkc_rdtsc_disabled_locked(const tickclock_info *s) {
+#if defined(TKC_X86)
+  if (tkc_p_prctl_get_tsc() == TICKCLOCK_PRCTL_SIGSEGV) {
+    tkc_os_use_syscall(1);
+    tkc_switch_to_os(s, "RDTSC was disabled for this thread (prctl PR_SET_TSC = "
+                               "PR_TSC_SIGSEGV)", TKC_NO_READ);
+    return 1;
+  }
+#else
+  (void)s;
+#endif
+  return 0;
+}
+
+static int tkc_revalidate_locked(void) {
+  const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
+  char why[TICKCLOCK_REASON_LEN];
+  char cs[32];
+  tkc_bracket b;
+  double w, dc, dr, bound;
+  int step;
+  if (s == NULL || !tkc_reads_counter(s) || !tkc_bk.chk_on) return 0;
+  if (tkc_rdtsc_disabled_locked(s)) return TICKCLOCK_SWITCHED;
+  if (tkc_bk.cs_known) {
+    int known = tkc_p_clocksource(cs, sizeof cs);
+    if (known && strcmp(cs, tkc_bk.cs) != 0) {
+      tkc_fmt(why, sizeof why, "the kernel's clocksource changed from '%s' to '%s'",
+                     tkc_bk.cs, cs);
+      tkc_switch_to_os(s, why, TKC_DISTRUST);
+      return TICKCLOCK_SWITCHED;
+    }
+  }
+  b = tkc_tightest_bracket(tkc_read_counter_ordered);
+  w = b.width == UINT64_MAX ? 1e300 : (double)tickclock_conv_ticks_to_ns(&s->src_conv, b.width);
+  if (w > TICKCLOCK_REVALIDATE_MAX_BRACKET_NS) { /* inconclusive: the next period */
+    if (b.width != UINT64_MAX)
+      tkc_bk.max_seen =
+          tkc_max_u64(tkc_bk.max_seen, tkc_map(s, b.mid + b.width / 2));
+    tkc_arm_deadline(s, tkc_bk.max_seen);
+    return 0;
+  }
+  /* the step since the previous conclusive sample, then the total since
+   * publication (a slow drift passes every step) */
+  for (step = 1; step >= 0; step--) {
+    if (!tkc_drifted(s, b, w, step ? tkc_bk.chk_prev : tkc_bk.chk_anchor, &dc,
+                            &dr, &bound))
+      continue;
+    tkc_fmt(why, sizeof why,
+                   step ? "counter stepped %.0f ns against CLOCK_MONOTONIC_RAW's %.0f ns since "
+                          "the previous check (bound %.0f ns)"
+                        : "counter time drifted from CLOCK_MONOTONIC_RAW: %.0f ns vs %.0f ns "
+                          "since initialisation (bound %.0f ns)",
+                   dc, dr, bound);
+    tkc_switch_to_os(s, why, TKC_DISTRUST);
+    return TICKCLOCK_SWITCHED;
+  }
+  tkc_bk.chk_prev = b;
+  tkc_bk.max_seen =
+      tkc_max_u64(tkc_bk.max_seen, tkc_map(s, b.mid + b.width / 2));
+  tkc_arm_deadline(s, tkc_bk.max_seen);
+  return 0;
+}
+#endif
+
+int tickclock_revalidate(void) {
+  int r = 0;
+  if (tkc_first_state() == NULL) return TICKCLOCK_EBUSY;
+  if (!tkc_lock()) return TICKCLOCK_EBUSY;
+#if defined(TKC_ARCH_COUNTER)
+  r = tkc_revalidate_locked();
+#endif
+  tkc_unlock();
+  return r;
+}
+
+void tickclock_revalidate_every(uint32_t ms) {
+  if (tkc_first_state() == NULL || !tkc_lock()) return;
+  tkc_bk.reval_ms = ms;
+  tkc_arm_deadline(TKC_LOAD_ACQUIRE(&tkc_g_state), tkc_bk.max_seen);
+  tkc_unlock();
+}
+
+#if defined(TKC_ARCH_COUNTER)
+/* One refinement step: the first calibration's start bracket against a new
+ * end bracket. A better figure that agrees with the current one is
+ * published (continuous with it: same unit, base at the moment of
+ * publication); a preempted end bracket is retried a millisecond later; a
+ * figure that disagrees stops refinement (re-validation judges the
+ * counter). */
+static void tkc_refine_locked(void) {
+  const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
+  tickclock_info *fresh = &tkc_next;
+  tickclock_calibration c;
+  double off;
+  unsigned i;
+  if (!tkc_calibrate_from(tkc_read_counter_ordered, &tkc_bk.cal_first, &c) ||
+      (double)tickclock_conv_ticks_to_ns(&s->src_conv, c.bracket_end) >
+          TICKCLOCK_REVALIDATE_MAX_BRACKET_NS) {
+    tkc_bk.refine_at = tkc_after(s, tkc_bk.refine_at, UINT64_C(1000000));
+    return;
+  }
+  /* due by a tick from the future (a caller converting an arbitrary value):
+   * the clock has not got there yet */
+  if (c.start_ns + c.ns < tkc_bk.refine_at_ns) return;
+  off = tkc_ppm(c.hz_num, c.hz_den, s->hz_num, s->hz_den);
+  if (off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM ||
+      -off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM) {
+    tkc_bk.refine_on = 0;
+    return;
+  }
+  tkc_bk.refine_at_ns = tkc_bk.cal_first.start_ns + 4 * c.ns;
+  if (c.ns >= TKC_REFINE_UNTIL_NS) tkc_bk.refine_on = 0;
+  if (c.uncertainty_ppm >= s->uncertainty_ppm) { /* no better: measure further on */
+    tkc_bk.refine_at = tkc_after(
+        s, tkc_map(s, c.start_mid + c.ticks),
+        tkc_bk.refine_at_ns - (c.start_ns + c.ns));
+    return;
+  }
+  memcpy(fresh, s, sizeof *fresh);
+  if (tickclock_conv_init(&fresh->conv, c.hz_num, c.hz_den) != TICKCLOCK_OK) {
+    tkc_bk.refine_on = 0;
+    return;
+  }
+  fresh->hz_num = c.hz_num;
+  fresh->hz_den = c.hz_den;
+  fresh->hz = c.hz;
+  fresh->uncertainty_ppm = c.uncertainty_ppm;
+  fresh->resolution_ns = 1e9 / c.hz;
+  fresh->baseline_ns = c.ns;
+  for (i = 0; i < fresh->n_freqs && i < TICKCLOCK_MAX_FREQS; i++)
+    if (fresh->freqs[i].method == TICKCLOCK_FREQ_CALIBRATED) {
+      fresh->freqs[i].hz_num = c.hz_num;
+      fresh->freqs[i].hz_den = c.hz_den;
+      fresh->freqs[i].hz = c.hz;
+      fresh->freqs[i].uncertainty_ppm = c.uncertainty_ppm;
+    }
+  (void)tkc_publish(fresh, s, TKC_TRUST, 0, NULL);
+}
+
+/* What is due at unit tick ticks: a periodic check, a refinement. */
+static void tkc_due_locked(uint64_t ticks) {
+  const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
+  if (s == NULL || !tkc_reads_counter(s) || !tkc_bk.chk_on) return;
+  if (ticks >= tkc_bk.reval_at) {
+    if (tkc_revalidate_locked() == TICKCLOCK_SWITCHED) return;
+  } else if (tkc_rdtsc_disabled_locked(s)) {
+    return;
+  }
+  if (tkc_bk.refine_on && ticks >= tkc_bk.refine_at) tkc_refine_locked();
+  tkc_store_deadline();
+}
+#endif
+
+/* From tickclock_to_ns/tickclock_delta_ns once their argument passed the
+ * deadline: one thread does what is due, the others (and a re-entering
+ * signal handler) carry on. */
+void tkc_revalidate_due(uint64_t ticks) {
+  if (!tkc_trylock()) return;
+#if defined(TKC_ARCH_COUNTER)
+  if (tkc_bk.chk_on && ticks >= TKC_LOAD_ACQUIRE(&tkc_g_reval_deadline))
+    tkc_due_locked(ticks);
+#else
+  (void)ticks;
+#endif
+  tkc_unlock();
+}
+

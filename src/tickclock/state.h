@@ -1,0 +1,106 @@
+/* tickclock internals — the published states and their transitions
+ * (init.c and its neighbours). */
+#ifndef TICKCLOCK_STATE_H
+#define TICKCLOCK_STATE_H
+
+#include "sys.h"
+#include "tickclock.h"
+#include "evidence.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Installs a platform (NULL restores the native one) and starts a fresh
+ * world: forgets the published state (the next initialisation is a first
+ * one) and clears the system-call flag. Not thread-safe: call before any
+ * thread uses the library (tests only). */
+#if !defined(TKC_SINGLE_HEADER) || defined(TICKCLOCK_TEST_API) /* test-only */
+TKC_INTERNAL void tkc_set_platform(const tickclock_platform *p);
+#endif
+
+/* Forgets the published state: the next initialisation is a first one. */
+TKC_INTERNAL void tkc_reset_world(void);
+
+/* Revalidation: counter time and CLOCK_MONOTONIC_RAW must agree,
+ * over the step since the previous conclusive sample and over the total
+ * since initialisation, within DRIFT_PPM plus the frequency's own
+ * uncertainty of the elapsed time, plus DRIFT_ABS_NS and the two samples'
+ * bracket half-widths. A sample whose tightest bracket is wider than
+ * MAX_BRACKET_NS (preempted every time) is inconclusive: retried at the
+ * next check, never counted as a failure. */
+#define TICKCLOCK_REVALIDATE_DRIFT_PPM 50.0
+#define TICKCLOCK_REVALIDATE_DRIFT_ABS_NS 100000.0
+#define TICKCLOCK_REVALIDATE_MAX_BRACKET_NS 20000.0
+
+/* The counter this ISA reads inline, 0 where there is none. */
+#if defined(TKC_ARCH_COUNTER)
+#define TKC_COUNTER TKC_ARCH_COUNTER
+#else
+#define TKC_COUNTER 0
+#endif
+
+/* Refinement stops once its baseline spans this. */
+#define TKC_REFINE_UNTIL_NS UINT64_C(1000000000)
+
+/* How far the old state's counter is trusted when a state replaces it. */
+#define TKC_TRUST 0    /* healthy (a re-initialisation): read it */
+#define TKC_DISTRUST 1 /* it failed a check: read it and extrapolate */
+#define TKC_NO_READ 2  /* RDTSC is disabled: extrapolate only */
+
+/* The bookkeeping re-validation and refinement share with publication
+ * (init.c defines it; lock held for every access). Samples are in the
+ * source's ticks and CLOCK_MONOTONIC_RAW ns. */
+typedef struct tkc_book {
+  uint32_t reval_ms;             /* period of the periodic check, 0 off */
+  uint64_t reval_at;             /* unit tick of the next periodic check */
+  int refine_on;                 /* a refinement is pending */
+  tickclock_calibration cal_first; /* the calibration refinements start from */
+  uint64_t refine_at_ns;         /* raw clock of the next refinement */
+  uint64_t refine_at;            /* ... in unit ticks */
+  int chk_on;                    /* the published state reads the counter */
+  tkc_bracket chk_anchor; /* at publication */
+  tkc_bracket chk_prev;   /* the last conclusive sample */
+  uint64_t max_seen;             /* highest unit tick known handed out */
+  int cs_known;                  /* clocksource at publication */
+  char cs[32];
+} tkc_book;
+#if defined(TICKCLOCK_STATIC) /* one translation unit: init.c's definition is the only one */
+#define TKC_BOOK_LINKAGE static
+#else
+#define TKC_BOOK_LINKAGE
+extern tkc_book tkc_bk;
+#endif
+
+/* ---- the lock (lock.c) ---- */
+/* 1 taken; 0 when this thread already holds it (a re-entering signal
+ * handler): the caller must not wait for itself. */
+TKC_INTERNAL int tkc_lock(void);
+TKC_INTERNAL int tkc_trylock(void);
+TKC_INTERNAL void tkc_unlock(void);
+TKC_INTERNAL void tkc_ensure_atfork(void);
+
+/* ---- states and publication (init.c; lock held) ---- */
+TKC_INTERNAL int tkc_reads_counter(const tickclock_info *s);
+/* A source reading -> unit ticks under s (never below base_ticks). */
+TKC_INTERNAL uint64_t tkc_map(const tickclock_info *s, uint64_t r);
+TKC_INTERNAL uint64_t tkc_max_u64(uint64_t a, uint64_t b);
+/* The unit tick ns after from under s (saturating below UINT64_MAX). */
+TKC_INTERNAL uint64_t tkc_after(const tickclock_info *s, uint64_t from, uint64_t ns);
+/* The deadline the inline conversions compare with. */
+TKC_INTERNAL void tkc_store_deadline(void);
+/* The next periodic check a period after now_unit, then the deadline. */
+TKC_INTERNAL void tkc_arm_deadline(const tickclock_info *s, uint64_t now_unit);
+TKC_INTERNAL uint64_t tkc_read_counter_ordered(void);
+/* Publishes st as the continuation of old (trust: TKC_TRUST...). */
+TKC_INTERNAL int tkc_publish(const tickclock_info *st, const tickclock_info *old,
+                                           int trust, int use_spare, const tickclock_evidence *ev);
+/* The first state (initialising once), or NULL when this thread
+ * re-entered the lock. */
+TKC_INTERNAL const tickclock_info *tkc_first_state(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TICKCLOCK_STATE_H */

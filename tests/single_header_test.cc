@@ -1,2 +1,0 @@
-// single_header_test.inc compiled as C++11.
-#include "tests/single_header_test.inc"
