@@ -33,7 +33,7 @@ STRICT = ["-Wall", "-Wextra", "-Werror", "-pedantic"]
 # compile without a warning under these too.
 USER_STRICT = ["-Wall", "-Wextra", "-Wpedantic", "-Wconversion", "-Wsign-conversion", "-Wshadow",
                "-Wundef", "-Werror"]
-USER_STRICT_C = USER_STRICT + ["-Wcast-qual", "-Wstrict-prototypes"]
+USER_STRICT_C = USER_STRICT + ["-Wcast-qual", "-Wstrict-prototypes", "-Wdeclaration-after-statement"]
 USER_STRICT_CXX = USER_STRICT + ["-Wold-style-cast"]
 SAN_COMPILER = "clang-19"
 SANITIZERS = [  # name, bazel configs, output tree suffix

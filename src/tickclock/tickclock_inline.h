@@ -179,11 +179,11 @@ TKC_INLINE uint64_t tickclock_to_ns(uint64_t ticks) {
  * delta_ns(a, b) == -delta_ns(b, a) wherever neither saturates. */
 TKC_INLINE int64_t tickclock_delta_ns(uint64_t start, uint64_t end) {
   const tickclock_info *s = tkc_state();
-  if (TKC_UNLIKELY(end >= TKC_LOAD_RELAXED(&tkc_g_reval_deadline)))
-    tkc_revalidate_due(end);
   uint64_t d = end - start; /* two's complement difference */
   int neg = d > (UINT64_C(1) << 63) || (d == (UINT64_C(1) << 63) && end < start);
   uint64_t mag = neg ? UINT64_C(0) - d : d;
+  if (TKC_UNLIKELY(end >= TKC_LOAD_RELAXED(&tkc_g_reval_deadline)))
+    tkc_revalidate_due(end);
   if (s->scaled) mag = tickclock_conv_ticks_to_ns(&s->conv, mag);
   return tkc_signed_ns(mag, neg);
 }
