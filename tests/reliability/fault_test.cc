@@ -19,6 +19,7 @@
 
 #include "doctest/doctest.h"
 #include "internal.h"
+#include "tests/support/child.h"
 #include "tests/support/skip.h"
 
 #define EXPECT(cond)                                                               \
@@ -30,22 +31,10 @@
   } while (0)
 
 namespace {
-// Runs fn in a child; returns the raw wait status.
-template <class F>
-int in_child(F fn) {
-  fflush(nullptr);
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    fn();
-    _exit(0);
-  }
-  int st = 0;
-  REQUIRE(waitpid(pid, &st, 0) == pid);
-  return st;
-}
+using tctest::in_child;
 
 void check_clean_exit(int st) {
+  REQUIRE_MESSAGE(st != -1, "the child hung (killed after 20 s)");
   if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
     tctest::skip("a fault could not be injected on this machine (the child exited 77)");
     return;

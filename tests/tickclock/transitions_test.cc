@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "doctest/doctest.h"
+#include "tests/support/child.h"
 #include "tests/support/skip.h"
 #include "tickclock.hpp"
 
@@ -67,33 +68,8 @@ uint64_t sys_ns() {  // the reference: the system call, never the vDSO
   return (uint64_t)k.s * 1000000000u + (uint64_t)k.ns;
 }
 
-void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
-// Runs fn in a child; kills it after limit_s. Returns the wait status, or
-// -1 when it hung.
-template <class F>
-int in_child(F fn, int limit_s = 20) {
-  fflush(nullptr);
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    fn();
-    _exit(0);
-  }
-  int st = 0;
-  for (int waited = 0; waited < limit_s * 100; waited++) {
-    pid_t r = waitpid(pid, &st, WNOHANG);
-    if (r == pid) return st;
-    sleep_ms(10);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &st, 0);
-  return -1;
-}
+using tctest::in_child;
+using tctest::sleep_ms;
 
 void check_clean(int st) {
   if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 77) {

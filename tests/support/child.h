@@ -1,0 +1,49 @@
+// Faults and first initialisations run in fork()ed children, so each starts
+// from a process that never touched the library and a crash or a hang
+// cannot take the test binary with it.
+#ifndef TICKCLOCK_TESTS_SUPPORT_CHILD_H
+#define TICKCLOCK_TESTS_SUPPORT_CHILD_H
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "doctest/doctest.h"
+
+namespace tctest {
+
+inline void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+// Runs fn in a child (which exits 0 when fn returns) and returns the raw
+// wait status; a child still running after limit_s seconds is killed and
+// -1 returned: a hang is an outcome the caller judges, never a wait forever.
+template <class F>
+int in_child(F fn, int limit_s = 20) {
+  fflush(nullptr);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    fn();
+    _exit(0);
+  }
+  int st = 0;
+  for (int waited = 0; waited < limit_s * 100; waited++) {
+    if (waitpid(pid, &st, WNOHANG) == pid) return st;
+    sleep_ms(10);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  return -1;
+}
+
+}  // namespace tctest
+
+#endif
