@@ -77,6 +77,7 @@ int tkc_reads_counter(const tickclock_info *s) {
 /* A source reading -> unit ticks under s (never below base_ticks). */
 uint64_t tkc_map(const tickclock_info *s, uint64_t r) {
   uint64_t d = r >= s->src_base ? r - s->src_base : 0, ns;
+  if (s->read_path == TICKCLOCK_READ_COUNTER) return r; /* the raw counter is the unit */
   if (s->src_is_unit) return s->base_ticks + d;
   ns = tickclock_conv_ticks_to_ns(&s->src_conv, d);
   return s->base_ticks + (s->scaled ? tickclock_conv_ns_to_ticks(&s->conv, ns) : ns);
@@ -186,7 +187,9 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
     tkc_bk.refine_at = tkc_after(
         slot, tkc_map(slot, anchor.mid),
         tkc_bk.refine_at_ns > anchor.ns ? tkc_bk.refine_at_ns - anchor.ns : 0);
-  if (old != NULL) tkc_bk.max_seen = tkc_max_u64(tkc_bk.max_seen, slot->base_ticks);
+  /* (a raw counter's base lies a guard ahead: not a reading) */
+  if (old != NULL && slot->read_path != TICKCLOCK_READ_COUNTER)
+    tkc_bk.max_seen = tkc_max_u64(tkc_bk.max_seen, slot->base_ticks);
   if (tkc_bk.chk_on)
     tkc_bk.max_seen = tkc_max_u64(
         tkc_bk.max_seen, tkc_map(slot, tkc_bk.chk_anchor.mid + tkc_bk.chk_anchor.width / 2));
@@ -220,11 +223,18 @@ static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trus
   st->src_is_unit = st->source == old->unit_source;
   if (counter && st->src_is_unit && old->read_path == TICKCLOCK_READ_COUNTER) {
     /* the same raw counter: only the frequency may change */
+    /* The base a guard interval ahead: a tick taken just after this, by a
+     * reader that still holds the old state, converts with the old state
+     * whether it loads that one or this one (below the base, a tick
+     * converts with the state it was taken under). A reader whose counter
+     * read and state load straddle the publication thus never sees the new
+     * rate applied to a tick the old one already converted; the old rate
+     * stays in use for that interval only. */
     t = tkc_now_bound(old, TKC_TRUST);
     st->read_path = TICKCLOCK_READ_COUNTER;
-    st->src_base = t; /* readings are the raw counter: map() is the identity */
-    st->base_ticks = t;
-    st->base_ns = tkc_ns_in(old, t);
+    st->base_ticks = t + tickclock_conv_ns_to_ticks(&st->conv, TKC_REPUBLISH_GUARD_NS);
+    st->src_base = st->base_ticks;
+    st->base_ns = tkc_ns_in(old, st->base_ticks);
     return;
   }
   /* the new source first, then the bound: readings start at or above it */

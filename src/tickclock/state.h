@@ -42,6 +42,9 @@ TKC_INTERNAL void tkc_reset_world(void);
 
 /* Refinement stops once its baseline spans this. */
 #define TKC_REFINE_UNTIL_NS UINT64_C(1000000000)
+/* A new frequency for the same raw counter takes effect this far after the
+ * moment of publication (init.c, tkc_continue). */
+#define TKC_REPUBLISH_GUARD_NS UINT64_C(1000000)
 
 /* How far the old state's counter is trusted when a state replaces it. */
 #define TKC_TRUST 0    /* healthy (a re-initialisation): read it */
