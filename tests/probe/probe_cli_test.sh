@@ -59,6 +59,11 @@ P validate --seconds 0.5 --json --fixture-out "$tmp/fx.cpuid" > "$tmp/validate.j
 check "validate exit is its verdict" json_has "$tmp/validate.json" \
   "(d['verdict']=='PASS') == ($rc==0) and (d['verdict']=='FAIL') == ($rc==1) and {c['name'] for c in d['checks']} >= {'cpuid','clocksource','frequency','drift','monotonic','warp','read_cost','pr_set_tsc'} and all(c['status'] in ('PASS','FAIL','SKIP') for c in d['checks']) and d['unfinished'] == []"
 check "validate wrote a fixture" grep -q "^# expect.source: " "$tmp/fx.cpuid"
+# the fixture round-trips: `cpuid --file` decodes it as this CPU decodes live
+P cpuid --json > "$tmp/live.json" 2> /dev/null
+P cpuid --file "$tmp/fx.cpuid" --json > "$tmp/fxdec.json"
+check "validate's fixture decodes through cpuid --file as the live CPU" json_has "$tmp/fxdec.json" \
+  "all(d[k] == __import__('json').load(open('$tmp/live.json'))[k] for k in ('vendor', 'family', 'model', 'stepping', 'tsc', 'invariant_tsc', 'hypervisor_bit', 'leaf15', 'base_mhz', 'brand'))"
 check "validate's fixture records PR_SET_TSC as in its JSON" json_has "$tmp/validate.json" \
   "open('$tmp/fx.cpuid').read().count('# observed.pr_set_tsc_traps: ' + {True: 'yes', False: 'no', None: 'unknown'}[next(c for c in d['checks'] if c['name']=='pr_set_tsc')['enforced']] + chr(10)) == 1"
 # A host already in tests/fixtures/hosts (same CPUID signature, hypervisor
@@ -119,6 +124,8 @@ else
 fi
 P warp --seconds 0.2 --json > "$tmp/warp.json"; rc=$?
 check "warp json" json_has "$tmp/warp.json" "'pairs' in d and d['backward'] == sum(p['backward'] for p in d['pairs'])"
+check "warp exits 0 with no backward step, 1 with one" json_has "$tmp/warp.json" \
+  "($rc == 0 and d['backward'] == 0) or ($rc == 1 and d['backward'] > 0)"
 
 # bad input: one line on stderr, exit 2, nothing on stdout
 one_error_line() { # rc, pattern (grep -F) the line must contain; reads $tmp/out, $tmp/err

@@ -75,6 +75,27 @@ for d in dirs:
             assert (j["tsc_hz_linux"]["value"] is None) == (j["tsc_hz_linux"]["method"] is None)
             assert set(j["crystal_table"]) == {"crystal_hz", "tsc_hz", "fits_base", "ppm_vs_linux", "parts",
                                                "evidence", "left_out"}
+            # a fixture's own expectations (# expect.KEY: VALUE), as the probe reports them
+            meta = {}
+            for line in open(p, errors="replace"):
+                if line.startswith("# expect.") and ":" in line:
+                    k, v = line[len("# expect."):].split(":", 1)
+                    meta[k.strip()] = v.strip()
+            def want(k, got):
+                if k in meta:
+                    assert got == meta[k], "expect.%s: %r, the probe says %r" % (k, meta[k], got)
+            want("vendor", j["vendor"].rstrip())  # a 12-byte vendor may end in blanks
+            if "family" in meta:
+                want("family", None if j["family"] is None else "0x%x" % j["family"])
+            if "model" in meta:
+                want("model", None if j["model"] is None else "0x%x" % j["model"])
+            if "stepping" in meta:
+                want("stepping", None if j["stepping"] is None else str(j["stepping"]))
+            if "invariant_tsc" in meta:
+                want("invariant_tsc", {True: "1", False: "0", None: "unknown"}[j["invariant_tsc"]])
+            if "tsc_hz" in meta:
+                v = j["tsc_hz"]["value"]
+                want("tsc_hz", "none" if v is None else str(v))
         except Exception as e:
             bad += 1
             print("FAIL %s: %s" % (p, e))
