@@ -61,9 +61,13 @@ check "validate exit is its verdict" json_has "$tmp/validate.json" \
 check "validate wrote a fixture" grep -q "^# expect.source: " "$tmp/fx.cpuid"
 # the fixture round-trips: `cpuid --file` decodes it as this CPU decodes live
 P cpuid --json > "$tmp/live.json" 2> /dev/null
-P cpuid --file "$tmp/fx.cpuid" --json > "$tmp/fxdec.json"
-check "validate's fixture decodes through cpuid --file as the live CPU" json_has "$tmp/fxdec.json" \
-  "all(d[k] == __import__('json').load(open('$tmp/live.json'))[k] for k in ('vendor', 'family', 'model', 'stepping', 'tsc', 'invariant_tsc', 'hypervisor_bit', 'leaf15', 'base_mhz', 'brand'))"
+if json_has "$tmp/live.json" "bool(d['vendor'])"; then
+  P cpuid --file "$tmp/fx.cpuid" --json > "$tmp/fxdec.json"
+  check "validate's fixture decodes through cpuid --file as the live CPU" json_has "$tmp/fxdec.json" \
+    "all(d[k] == __import__('json').load(open('$tmp/live.json'))[k] for k in ('vendor', 'family', 'model', 'stepping', 'tsc', 'invariant_tsc', 'hypervisor_bit', 'leaf15', 'base_mhz', 'brand'))"
+else
+  echo "skip fixture round trip: no CPUID on this target (the fixture records none to decode)"
+fi
 check "validate's fixture records PR_SET_TSC as in its JSON" json_has "$tmp/validate.json" \
   "open('$tmp/fx.cpuid').read().count('# observed.pr_set_tsc_traps: ' + {True: 'yes', False: 'no', None: 'unknown'}[next(c for c in d['checks'] if c['name']=='pr_set_tsc')['enforced']] + chr(10)) == 1"
 # A host already in tests/fixtures/hosts (same CPUID signature, hypervisor
