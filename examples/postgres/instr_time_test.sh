@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The cheap CI half of ci/pg-vendor, with no PostgreSQL download: the
+# instr_time.h and src/port/tickclock.c parts of tickclock-pg15.patch apply
+# cleanly to PostgreSQL 15's instr_time.h (kept in pg15/), and the patched
+# header compiles against the current single header under PostgreSQL's
+# warning flags (as errors), links with the implementation file the patch
+# adds, and its macros give the right intervals (instr_time_test.c). Also:
+# ci/pg-vendor rejects a bad argument with one line and exit status 2.
+#   instr_time_test.sh PATCH ORIG_INSTR_TIME_H SINGLE_HEADER TEST_C C_H_STANDIN PG_VENDOR
+set -uo pipefail
+[[ $# -eq 6 ]] || { echo "usage: instr_time_test.sh PATCH ORIG_INSTR_TIME_H SINGLE_HEADER TEST_C C_H_STANDIN PG_VENDOR" >&2; exit 2; }
+patch_file=$1 orig=$2 header=$3 test_c=$4 standin=$5 pg_vendor=$6
+tmp=${TEST_TMPDIR:-$(mktemp -d)}/pg
+rm -rf "$tmp"
+mkdir -p "$tmp/tree/src/include/portability" "$tmp/tree/src/port"
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+
+# The patch's sections for these two files (the others touch files of the
+# full source tree: ci/pg-vendor applies those).
+awk '
+  /^diff --git / { keep = ($3 == "a/src/include/portability/instr_time.h" || $3 == "a/src/port/tickclock.c") }
+  keep
+' "$patch_file" > "$tmp/part.patch"
+n=$(grep -c '^diff --git ' "$tmp/part.patch")
+[[ "$n" -eq 2 ]] && ok "patch has instr_time.h and src/port/tickclock.c sections" \
+  || bad "patch has instr_time.h and src/port/tickclock.c sections (found $n)"
+
+cp "$orig" "$tmp/tree/src/include/portability/instr_time.h"
+chmod u+w "$tmp/tree/src/include/portability/instr_time.h"
+if out=$(patch -d "$tmp/tree" -p1 --dry-run < "$tmp/part.patch" 2>&1) && [[ "$out" != *fuzz* && "$out" != *Offset* ]]; then
+  patch -d "$tmp/tree" -p1 -s < "$tmp/part.patch" && ok "patch applies exactly to PostgreSQL 15's instr_time.h" \
+    || bad "patch applies to PostgreSQL 15's instr_time.h"
+else
+  bad "patch applies exactly to PostgreSQL 15's instr_time.h: $out"
+fi
+cp "$header" "$tmp/tree/src/include/portability/tickclock.h"
+grep -q 'tickclock_now()' "$tmp/tree/src/include/portability/instr_time.h" \
+  && ok "patched instr_time.h reads tickclock_now()" || bad "patched instr_time.h reads tickclock_now()"
+
+# PostgreSQL 15's warning flags (configure with gcc), as errors.
+PGFLAGS=(-O2 -Wall -Wmissing-prototypes -Wpointer-arith -Wdeclaration-after-statement
+  -Werror=vla -Wendif-labels -Wmissing-format-attribute -Wimplicit-fallthrough=3
+  -Wcast-function-type -Wformat-security -fno-strict-aliasing -fwrapv -fexcess-precision=standard
+  -D_GNU_SOURCE -Werror)
+cc=${CC:-gcc}
+cp "$test_c" "$standin" "$tmp/"
+if "$cc" "${PGFLAGS[@]}" -I"$tmp/tree/src/include" -I"$tmp" -c "$tmp/tree/src/port/tickclock.c" -o "$tmp/tickclock.o" > "$tmp/cc1.log" 2>&1 \
+   && "$cc" "${PGFLAGS[@]}" -Wno-missing-prototypes -I"$tmp/tree/src/include" -I"$tmp" -c "$tmp/instr_time_test.c" -o "$tmp/t.o" > "$tmp/cc2.log" 2>&1 \
+   && "$cc" -o "$tmp/instr_time_test" "$tmp/t.o" "$tmp/tickclock.o" -pthread > "$tmp/ld.log" 2>&1; then
+  ok "patched instr_time.h and src/port/tickclock.c compile with PostgreSQL's warning flags"
+  if "$tmp/instr_time_test"; then ok "instr_time macros on tickclock"; else bad "instr_time macros on tickclock"; fi
+else
+  cat "$tmp"/cc1.log "$tmp"/cc2.log "$tmp"/ld.log 2>/dev/null | head -30
+  bad "patched instr_time.h and src/port/tickclock.c compile with PostgreSQL's warning flags"
+fi
+
+# ci/pg-vendor's argument check runs before anything is fetched or built.
+out=$("$pg_vendor" --rounds zero 2>&1); rc=$?
+[[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] && ok "ci/pg-vendor --rounds zero: one line, exit 2" \
+  || bad "ci/pg-vendor --rounds zero: one line, exit 2 (got exit $rc: $out)"
+out=$("$pg_vendor" --bogus 2>&1); rc=$?
+[[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] && ok "ci/pg-vendor --bogus: one line, exit 2" \
+  || bad "ci/pg-vendor --bogus: one line, exit 2 (got exit $rc: $out)"
+
+if [[ $fail -ne 0 ]]; then echo "instr_time_test: FAILED"; exit 1; fi
+echo "instr_time_test: all passed"
