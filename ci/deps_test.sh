@@ -78,7 +78,7 @@ expect() { # description, got, want
 }
 
 sorted() { tr ' ' '\n' <<< "$*" | grep -v '^$' | sort | tr '\n' ' '; }
-HOST="bazel-bootstrap doctest-dev libhwy-dev libbenchmark-dev libabsl-dev cpuid cmake pkgconf g++ gcc python3"
+HOST="bazel-bootstrap doctest-dev libhwy-dev libbenchmark-dev libabsl-dev cpuid cmake pkgconf patch g++ gcc python3"
 
 # 1. a fresh machine: nothing installed, everything has a candidate
 export FAKE_INSTALLED="" FAKE_NO_CANDIDATE="" FAKE_UNKNOWN=""
@@ -115,7 +115,13 @@ expect "matrix clang-13 clang-19: exit 0" "$rc" 0
 expect "matrix clang-13 clang-19: packages" "$(installed_pkgs)" "$(sorted clang-13 clang-19 libclang-rt-19-dev)"
 expect "matrix: optional package skipped" "$(grep -c 'optional package not in apt, skipped: libclang-rt-13-dev' "$tmp/out")" 1
 
-# 6. bad argument: one line, exit 2
+# 6. ci/pg-vendor's group: the host packages are there, its own are not
+export FAKE_INSTALLED="$HOST" FAKE_NO_CANDIDATE="" FAKE_UNKNOWN=""
+run_deps pg-vendor; rc=$?
+expect "pg-vendor: exit 0" "$rc" 0
+expect "pg-vendor: packages" "$(installed_pkgs)" "$(sorted dpkg-dev make perl)"
+
+# 7. bad argument: one line, exit 2
 run_deps bogus; rc=$?
 expect "unknown argument: exit 2" "$rc" 2
 expect "unknown argument: one line" "$(wc -l < "$tmp/out" | tr -d ' ')" 1
