@@ -22,13 +22,6 @@
 #include "tests/support/child.h"
 #include "tests/support/skip.h"
 
-#define EXPECT(cond)                                                               \
-  do {                                                                             \
-    if (!(cond)) {                                                                 \
-      fprintf(stderr, "child: %s:%d: EXPECT(%s) failed\n", __FILE__, __LINE__, #cond); \
-      _exit(10);                                                                   \
-    }                                                                              \
-  } while (0)
 
 namespace {
 using tctest::in_child;

@@ -13,12 +13,7 @@
 #include "tests/support/skip.h"
 #include "tickclock.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define TICKCLOCK_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(TCTEST_ASAN) || defined(TCTEST_TSAN)
 #define TICKCLOCK_TEST_SANITIZED 1
 #endif
 

@@ -25,6 +25,15 @@
 #define TCTEST_ASAN 1
 #endif
 #endif
+// ThreadSanitizer, detected the same way (gcc defines the macro, clang
+// answers __has_feature).
+#if defined(__SANITIZE_THREAD__)
+#define TCTEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TCTEST_TSAN 1
+#endif
+#endif
 #define TCTEST_ASAN_PR_SET_TSC_WHY                                                        \
   "AddressSanitizer's own allocator calls the vDSO's clock_gettime, which executes RDTSC " \
   "and traps after PR_SET_TSC"

@@ -31,21 +31,6 @@
 #include "tests/support/skip.h"
 #include "tickclock.hpp"
 
-#if defined(__SANITIZE_THREAD__)
-#define TICKCLOCK_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TICKCLOCK_TEST_TSAN 1
-#endif
-#endif
-
-#define EXPECT(cond)                                                                    \
-  do {                                                                                  \
-    if (!(cond)) {                                                                      \
-      fprintf(stderr, "child: %s:%d: EXPECT(%s) failed\n", __FILE__, __LINE__, #cond); \
-      _exit(10);                                                                        \
-    }                                                                                   \
-  } while (0)
 #define SKIP_CHILD(why)                            \
   do {                                             \
     printf("TICKCLOCK_SKIPPED: %s\n", why);        \
@@ -297,7 +282,7 @@ TEST_CASE("a held tickclock_info_get() pointer keeps its content over 40 re-init
 }
 
 TEST_CASE("fork() while another thread is in the first initialisation: the child works") {
-#if defined(TICKCLOCK_TEST_TSAN)
+#if defined(TCTEST_TSAN)
   tctest::skip("fork during the first initialisation: under ThreadSanitizer, which reports "
                "the parent's threads as leaked in a forked child's exit status");
   return;
