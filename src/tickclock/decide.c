@@ -162,17 +162,44 @@ static const char *tkc_frequency_failure(const tickclock_evidence *ev, tickclock
   return NULL;
 }
 
+/* A calibration not even attempted yet. */
+static int tkc_cal_pending(const tickclock_evidence *ev) {
+  return !ev->cal.ok && ev->cal.ticks == 0 && ev->cal.ns == 0;
+}
+
+/* 4a. A first state from a published frequency, before any calibration:
+ * only for an automatic choice of a counter the trust rules accept (under
+ * a paravirtual clock, only the hypervisor's own frequency, whose
+ * agreement the first refinement then checks), and only when the caller
+ * did not ask for a calibration of its own. 1 when the caller must
+ * calibrate first. */
+static int tkc_step_published(const tickclock_evidence *ev, tickclock_info *out,
+                                     tkc_choice *d) {
+  if (!ev->cal_deferrable || d->forced ||
+      (d->trusted != TKC_TRUST_YES && d->trusted != TKC_TRUST_IF_HV_AGREES))
+    return 1;
+  tkc_collect_freqs(ev, out);
+  tkc_check_freqs(ev, out, 1);
+  d->fc = tkc_pick_freq(ev, out);
+  if (d->fc == NULL ||
+      (d->trusted == TKC_TRUST_IF_HV_AGREES && d->fc->method != TICKCLOCK_FREQ_HYPERVISOR) ||
+      tickclock_conv_init(&out->conv, d->fc->hz_num, d->fc->hz_den) != TICKCLOCK_OK)
+    return 1;
+  out->freq_pending_check = 1;
+  return 0;
+}
+
 /* 4. frequency: calibrate, collect every source, cross-check, pick.
  * Returns 1 when the caller must calibrate first. */
 static int tkc_step_frequency(const tickclock_evidence *ev, tickclock_info *out,
                                      tkc_choice *d) {
   const char *fail;
   char buf[TICKCLOCK_REASON_LEN];
-  if (d->use_counter && !ev->cal.ok && ev->cal.ticks == 0 && ev->cal.ns == 0)
-    return 1; /* not attempted yet: the caller calibrates and asks again */
+  if (d->use_counter && tkc_cal_pending(ev))
+    return tkc_step_published(ev, out, d); /* else the caller calibrates and asks again */
   if (d->cnt) {
     tkc_collect_freqs(ev, out);
-    tkc_check_freqs(ev, out);
+    tkc_check_freqs(ev, out, 0);
   }
   if (!d->use_counter) return 0;
   fail = tkc_frequency_failure(ev, out, d, buf, sizeof buf);
@@ -209,6 +236,8 @@ static void tkc_record_counter(const tickclock_evidence *ev, tickclock_info *out
                    tkc_forced_by(d->forced), d->trust_why);
   else {
     const char *basis = ev->arch_counter != TICKCLOCK_SOURCE_TSC ? "counter trusted"
+                        : d->trusted == TKC_TRUST_IF_HV_AGREES && out->freq_pending_check
+                            ? "kernel offers tsc, hypervisor frequency"
                         : d->trusted == TKC_TRUST_IF_HV_AGREES
                             ? "kernel offers tsc, hypervisor frequency agrees"
                         : ev->os_linux ? "invariant TSC, clocksource tsc"
@@ -229,10 +258,11 @@ static void tkc_record_counter(const tickclock_evidence *ev, tickclock_info *out
       tkc_strlcpy(cost, "read cost not measured", sizeof cost);
     else
       tkc_fmt(cost, sizeof cost, "%.1f ns per read", ev->counter_read_ns);
-    tkc_fmt(cnt->reason, sizeof cnt->reason, "%s%s, %s%s, %.6f MHz from %s",
+    tkc_fmt(cnt->reason, sizeof cnt->reason, "%s%s, %s%s, %.6f MHz from %s%s",
                    d->forced ? "forced; " : "", basis, cost,
                    vdso_tsc ? " (the vDSO reads the TSC too: cannot show a trap)" : "",
-                   out->hz / 1e6, fc->name);
+                   out->hz / 1e6, fc->name,
+                   out->freq_pending_check ? " (published; not calibrated yet)" : "");
   }
   tkc_strlcpy(d->sys->reason, "not needed: the hardware counter is trusted and cheaper",
                      sizeof d->sys->reason);

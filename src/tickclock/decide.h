@@ -34,8 +34,15 @@ TKC_INTERNAL int tkc_is_paravirt_clock(const char *cs);
 /* Every frequency source for the arch counter into out->freqs: the ones
  * found, and the ones that were not, with the reason. */
 TKC_INTERNAL void tkc_collect_freqs(const tickclock_evidence *ev, tickclock_info *out);
-/* Cross-checks every source against calibration; the pairwise matrix. */
-TKC_INTERNAL void tkc_check_freqs(const tickclock_evidence *ev, tickclock_info *out);
+/* Cross-checks every source against calibration; the pairwise matrix.
+ * provisional (no calibration yet, it may be deferred): the published
+ * sources are usable unchecked, the others not. */
+TKC_INTERNAL void tkc_check_freqs(const tickclock_evidence *ev, tickclock_info *out,
+                                  int provisional);
+/* A source stated by whoever runs the counter (perf page, leaf 0x15 with
+ * its crystal, a hypervisor leaf, the architecture's register): one that
+ * may be used before calibration. */
+TKC_INTERNAL int tkc_freq_published(const tickclock_freq_candidate *c);
 /* The preferred usable source by rank, or NULL. */
 TKC_INTERNAL tickclock_freq_candidate *tkc_pick_freq(const tickclock_evidence *ev,
                                                                    tickclock_info *out);

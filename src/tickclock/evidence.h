@@ -43,6 +43,9 @@ typedef struct tickclock_evidence {
   double os_read_ns;           /* measured, 0 if not measured */
   double os_resolution_ns;     /* clock_getres(CLOCK_MONOTONIC) */
   tickclock_calibration cal;   /* of the arch counter; ok=0 if not done */
+  int cal_deferrable;          /* the caller lets a published frequency be used
+                                  before calibration (the first refinement
+                                  cross-checks it); 0: calibrate first */
   int cfg_source;              /* tickclock_config.source */
   int have_env;                /* TICKCLOCK_SOURCE was set (and honoured) */
   char env_value[40];          /* its value, truncated */

@@ -10,33 +10,54 @@
  * frequency policy in README.md). A row matches by name, or by method
  * where name is NULL (a non-x86 counter's stated frequency: an arch
  * register, the device tree, /proc/cpuinfo). A source missing here has no
- * rank and is never picked: adding a source means adding its row. */
+ * rank and is never picked: adding a source means adding its row.
+ *
+ * published: the frequency is stated by whoever runs the counter (the
+ * kernel's perf page, leaf 0x15 with its crystal, the hypervisor, the
+ * architecture's own register), so a first state may use it at once and
+ * leave the cross-check with calibration to the first refinement. Not the
+ * crystal table (our inference), nor leaf 0x16 (a nominal base), nor the
+ * device tree / cpuinfo timebase (under QEMU the POWER timebase and RISC-V
+ * time run at the host's rate, not the stated one). */
 static const struct {
   const char *name;
   int method;
   int rank_metal, rank_vm;
+  int published;
 } tkc_freq_ranks[] = {
-    {"perf_page", TICKCLOCK_FREQ_PERF_PAGE, 0, 0},
-    {NULL, TICKCLOCK_FREQ_ARCH_REGISTER, 1, 1},
-    {NULL, TICKCLOCK_FREQ_OS, 1, 1},
-    {"cpuid_15h_crystal", TICKCLOCK_FREQ_CPUID_15H, 1, 3},
-    {"cpuid_15h_known_crystal", TICKCLOCK_FREQ_CPUID_15H, 1, 3},
-    {"hypervisor_40000010", TICKCLOCK_FREQ_HYPERVISOR, 2, 2},
-    {"xen_leaf3", TICKCLOCK_FREQ_HYPERVISOR, 2, 2},
-    {"calibration", TICKCLOCK_FREQ_CALIBRATED, 4, 4},
-    {"cpuid_15h_from_16h", TICKCLOCK_FREQ_CPUID_15H, 5, 5},
-    {"cpuid_16h", TICKCLOCK_FREQ_CPUID_16H, 6, 6},
+    {"perf_page", TICKCLOCK_FREQ_PERF_PAGE, 0, 0, 1},
+    {NULL, TICKCLOCK_FREQ_ARCH_REGISTER, 1, 1, 1},
+    {NULL, TICKCLOCK_FREQ_OS, 1, 1, 0},
+    {"cpuid_15h_crystal", TICKCLOCK_FREQ_CPUID_15H, 1, 3, 1},
+    {"cpuid_15h_known_crystal", TICKCLOCK_FREQ_CPUID_15H, 1, 3, 0},
+    {"hypervisor_40000010", TICKCLOCK_FREQ_HYPERVISOR, 2, 2, 1},
+    {"xen_leaf3", TICKCLOCK_FREQ_HYPERVISOR, 2, 2, 1},
+    {"calibration", TICKCLOCK_FREQ_CALIBRATED, 4, 4, 0},
+    {"cpuid_15h_from_16h", TICKCLOCK_FREQ_CPUID_15H, 5, 5, 0},
+    {"cpuid_16h", TICKCLOCK_FREQ_CPUID_16H, 6, 6, 0},
 };
 
-/* The rank of c, or -1 when no row names it. */
-static int tkc_freq_rank(const tickclock_freq_candidate *c, int in_vm) {
+/* c's row in the rank table, or -1 when none names it. */
+static int tkc_freq_row(const tickclock_freq_candidate *c) {
   unsigned i;
   for (i = 0; i < sizeof tkc_freq_ranks / sizeof tkc_freq_ranks[0]; i++) {
     const char *n = tkc_freq_ranks[i].name;
     if (n != NULL ? strcmp(c->name, n) == 0 : c->method == tkc_freq_ranks[i].method)
-      return in_vm ? tkc_freq_ranks[i].rank_vm : tkc_freq_ranks[i].rank_metal;
+      return (int)i;
   }
   return -1;
+}
+
+/* The rank of c, or -1 when no row names it. */
+static int tkc_freq_rank(const tickclock_freq_candidate *c, int in_vm) {
+  int i = tkc_freq_row(c);
+  if (i < 0) return -1;
+  return in_vm ? tkc_freq_ranks[i].rank_vm : tkc_freq_ranks[i].rank_metal;
+}
+
+int tkc_freq_published(const tickclock_freq_candidate *c) {
+  int i = tkc_freq_row(c);
+  return i >= 0 && tkc_freq_ranks[i].published;
 }
 
 static tickclock_freq_candidate *tkc_add_freq(tickclock_info *out, const char *name,
@@ -115,8 +136,11 @@ void tkc_collect_freqs(const tickclock_evidence *ev, tickclock_info *out) {
                         ev->cal.hz_den, ev->cal.uncertainty_ppm);
   else
     tkc_absent_freq(out, "calibration", TICKCLOCK_FREQ_CALIBRATED,
-                           ev->cal.ns ? "calibration failed"
-                                      : "not calibrated: the counter was not going to be used");
+                           ev->cal.ns            ? "calibration failed"
+                           : ev->cal_deferrable ? "not calibrated yet: a published frequency is "
+                                                  "used first, the first refinement measures it"
+                                                : "not calibrated: the counter was not going to "
+                                                  "be used");
   if (ev->arch_counter != TICKCLOCK_SOURCE_TSC) {
     /* the architecture's own statement, preferred when it agrees with
      * calibration (firmware can program CNTFRQ wrongly; under QEMU the
@@ -136,11 +160,22 @@ void tkc_collect_freqs(const tickclock_evidence *ev, tickclock_info *out) {
                        TICKCLOCK_FREQ_CPUID_16H);
 }
 
-void tkc_check_freqs(const tickclock_evidence *ev, tickclock_info *out) {
+void tkc_check_freqs(const tickclock_evidence *ev, tickclock_info *out, int provisional) {
   unsigned i, j;
   for (i = 0; i < out->n_freqs; i++) {
     tickclock_freq_candidate *c = &out->freqs[i];
     if (!c->available) continue;
+    if (provisional && !ev->cal.ok) {
+      /* no calibration yet: a published source may stand until the first
+       * refinement compares it; nothing else is usable before that */
+      c->usable = tkc_freq_published(c);
+      tkc_strlcpy(c->reason,
+                         c->usable ? "published: used before calibration, cross-checked by "
+                                     "the first refinement"
+                                   : "not cross-checked: no calibration yet",
+                         sizeof c->reason);
+      continue;
+    }
     if (strcmp(c->name, "calibration") == 0) {
       /* With clocksource tsc, CLOCK_MONOTONIC_RAW is the same TSC read on
        * the same CPU: an offset between CPUs moves both ends alike, so

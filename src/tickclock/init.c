@@ -183,6 +183,14 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
     tkc_strlcpy(tkc_bk.cs, ev->clocksource, sizeof tkc_bk.cs);
   }
   if (!counter || !tkc_bk.chk_on) tkc_bk.refine_on = 0;
+  if (tkc_bk.refine_on && tkc_bk.cal_first.ns == 0) {
+    /* a published frequency, not calibrated yet: the cross-check measures
+     * from this publication's bracket, first after the quick baseline */
+    tkc_bk.cal_first.start_mid = anchor.mid;
+    tkc_bk.cal_first.start_ns = anchor.ns;
+    tkc_bk.cal_first.bracket_start = anchor.width;
+    tkc_bk.refine_at_ns = anchor.ns + (uint64_t)TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000);
+  }
   if (tkc_bk.refine_on)
     tkc_bk.refine_at = tkc_after(
         slot, tkc_map(slot, anchor.mid),
@@ -259,6 +267,29 @@ static void tkc_note_path(tickclock_info *st) {
 }
 
 static tickclock_info tkc_fresh; /* under the lock; too big for small stacks */
+/* The evidence behind a state whose published frequency awaits its
+ * cross-check: the first refinement decides again from it (lock held). */
+static tickclock_evidence tkc_pending_ev;
+
+/* What follows a decision made with the calibration cal (ok == 0: none):
+ * a quick calibration that was chosen is refined from its start bracket;
+ * a published frequency used before calibration is cross-checked from the
+ * publication's own bracket (tkc_publish fills cal_first then); one of a
+ * length the caller asked for (calibration_ms) stays as it is. */
+static void tkc_plan_refinement(const tickclock_info *fresh, const tickclock_evidence *ev,
+                                int asked_ms) {
+  tkc_bk.refine_on = 0;
+  if (fresh->freq_pending_check) {
+    tkc_pending_ev = *ev;
+    memset(&tkc_bk.cal_first, 0, sizeof tkc_bk.cal_first);
+    tkc_bk.refine_on = 1;
+  } else if (fresh->freq_method == TICKCLOCK_FREQ_CALIBRATED && ev->cal.ok && !asked_ms &&
+             ev->cal.ns < TKC_REFINE_UNTIL_NS) {
+    tkc_bk.cal_first = ev->cal;
+    tkc_bk.refine_at_ns = ev->cal.start_ns + 4 * ev->cal.ns;
+    tkc_bk.refine_on = 1;
+  }
+}
 
 static int tkc_build_and_publish(const tickclock_config *cfg) {
   tickclock_evidence ev;
@@ -266,6 +297,7 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
   tickclock_info *fresh = &tkc_fresh;
   int rc;
   tkc_gather(cfg, &ev);
+  ev.cal_deferrable = cfg == NULL || cfg->calibration_ms == 0;
   if (tickclock_decide(&ev, fresh)) {
 #if defined(TKC_ARCH_COUNTER)
     tkc_calibrate(tkc_read_counter_ordered, cfg ? cfg->calibration_ms : 0, &ev.cal);
@@ -279,15 +311,7 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
     fprintf(stderr, "tickclock: %s\n", fresh->env_error);
   }
   fresh->baseline_ns = ev.cal.ok ? ev.cal.ns : 0;
-  /* a quick calibration that was chosen gets refined; one of a length the
-   * caller asked for (calibration_ms) stays as it is */
-  tkc_bk.refine_on = fresh->freq_method == TICKCLOCK_FREQ_CALIBRATED && ev.cal.ok &&
-                         (cfg == NULL || cfg->calibration_ms == 0) &&
-                         ev.cal.ns < TKC_REFINE_UNTIL_NS;
-  if (tkc_bk.refine_on) {
-    tkc_bk.cal_first = ev.cal;
-    tkc_bk.refine_at_ns = ev.cal.start_ns + 4 * ev.cal.ns;
-  }
+  tkc_plan_refinement(fresh, &ev, cfg != NULL && cfg->calibration_ms != 0);
   rc = tkc_publish(fresh, old,
                           ev.tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV ? TKC_NO_READ
                                                                   : TKC_TRUST,
@@ -295,6 +319,25 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
   if (rc != TICKCLOCK_OK) return rc;
   return fresh->request_refused ? TICKCLOCK_EUNAVAILABLE : TICKCLOCK_OK;
 }
+
+#if defined(TKC_ARCH_COUNTER)
+/* The cross-check of a published frequency (s->freq_pending_check), with
+ * the calibration c measured since s was published: the decision is made
+ * again from the same evidence plus c, so the published source is kept
+ * when it agrees (now with its figures) and refused when it does not (the
+ * next source by rank, usually calibration; under a paravirtual clock a
+ * disagreeing hypervisor means the OS clock). Either way the result is a
+ * new state continuous with s. Lock held. */
+void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c) {
+  tickclock_info *fresh = &tkc_fresh;
+  tickclock_evidence *ev = &tkc_pending_ev;
+  ev->cal = *c;
+  (void)tickclock_decide(ev, fresh); /* calibrated: decides at once */
+  fresh->baseline_ns = c->ns;
+  tkc_plan_refinement(fresh, ev, 0);
+  (void)tkc_publish(fresh, s, TKC_TRUST, 1, ev); /* leaving the counter: the spare */
+}
+#endif
 
 /* The first state, or NULL when this thread re-entered the lock. */
 const tickclock_info *tkc_first_state(void) {

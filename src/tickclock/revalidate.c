@@ -107,6 +107,8 @@ static int tkc_rdtsc_disabled_locked(const tickclock_info *s) {
   return 0;
 }
 
+/* The checks (the caller saw RDTSC enabled for this thread: see
+ * tkc_rdtsc_disabled_locked). */
 static int tkc_revalidate_locked(void) {
   const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
   char why[TICKCLOCK_REASON_LEN];
@@ -115,7 +117,6 @@ static int tkc_revalidate_locked(void) {
   double w, dc, dr, bound;
   int step;
   if (s == NULL || !tkc_reads_counter(s) || !tkc_bk.chk_on) return 0;
-  if (tkc_rdtsc_disabled_locked(s)) return TICKCLOCK_SWITCHED;
   if (tkc_bk.cs_known) {
     int known = tkc_p_clocksource(cs, sizeof cs);
     if (known && strcmp(cs, tkc_bk.cs) != 0) {
@@ -157,12 +158,25 @@ static int tkc_revalidate_locked(void) {
 }
 #endif
 
+#if defined(TKC_ARCH_COUNTER)
+static void tkc_due_locked(uint64_t ticks, int check_now);
+#endif
+
 int tickclock_revalidate(void) {
   int r = 0;
   if (tkc_first_state() == NULL) return TICKCLOCK_EBUSY;
   if (!tkc_lock()) return TICKCLOCK_EBUSY;
 #if defined(TKC_ARCH_COUNTER)
-  r = tkc_revalidate_locked();
+  {
+    const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
+    /* the checks now, and whatever refinement is due (the RDTSC check
+     * first: the current tick is read only once it passed) */
+    if (tkc_reads_counter(s) && tkc_bk.chk_on) {
+      if (!tkc_rdtsc_disabled_locked(s))
+        tkc_due_locked(tkc_map(s, tkc_read_counter_ordered()), 1);
+      if (!tkc_reads_counter(TKC_LOAD_ACQUIRE(&tkc_g_state))) r = TICKCLOCK_SWITCHED;
+    }
+  }
 #endif
   tkc_unlock();
   return r;
@@ -197,6 +211,19 @@ static void tkc_refine_locked(void) {
   /* due by a tick from the future (a caller converting an arbitrary value):
    * the clock has not got there yet */
   if (c.start_ns + c.ns < tkc_bk.refine_at_ns) return;
+  if (s->freq_pending_check) {
+    /* the published frequency's cross-check: like the quick calibration,
+     * a bound above the target waits for a baseline x4 longer (up to the
+     * quick calibration's longest); then the decider judges */
+    if (c.uncertainty_ppm > TICKCLOCK_CAL_TARGET_PPM &&
+        4 * c.ns <= (uint64_t)TICKCLOCK_CAL_QUICK_MAX_MS * UINT64_C(1000000)) {
+      tkc_bk.refine_at_ns = tkc_bk.cal_first.start_ns + 4 * c.ns;
+      tkc_bk.refine_at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks), 3 * c.ns);
+      return;
+    }
+    tkc_cross_check(s, &c);
+    return;
+  }
   off = tkc_ppm(c.hz_num, c.hz_den, s->hz_num, s->hz_den);
   if (off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM ||
       -off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM) {
@@ -232,14 +259,22 @@ static void tkc_refine_locked(void) {
   (void)tkc_publish(fresh, s, TKC_TRUST, 0, NULL);
 }
 
-/* What is due at unit tick ticks: a periodic check, a refinement. */
-static void tkc_due_locked(uint64_t ticks) {
+/* What is due at unit tick ticks (check_now: the checks in any case): the
+ * RDTSC check before any counter read; a published frequency's
+ * cross-check before the checks (a wrong stated rate is replaced, not
+ * mistaken for the counter drifting); the periodic check; a refinement. */
+static void tkc_due_locked(uint64_t ticks, int check_now) {
   const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
   if (s == NULL || !tkc_reads_counter(s) || !tkc_bk.chk_on) return;
-  if (ticks >= tkc_bk.reval_at) {
+  if (tkc_rdtsc_disabled_locked(s)) return;
+  if (tkc_bk.refine_on && s->freq_pending_check && ticks >= tkc_bk.refine_at) {
+    tkc_refine_locked();
+    s = TKC_LOAD_ACQUIRE(&tkc_g_state);
+    if (!tkc_reads_counter(s)) return; /* it disagreed: the OS clock now */
+    if (!s->freq_pending_check) ticks = 0; /* a new state: its own schedule */
+  }
+  if (check_now || ticks >= tkc_bk.reval_at) {
     if (tkc_revalidate_locked() == TICKCLOCK_SWITCHED) return;
-  } else if (tkc_rdtsc_disabled_locked(s)) {
-    return;
   }
   if (tkc_bk.refine_on && ticks >= tkc_bk.refine_at) tkc_refine_locked();
   tkc_store_deadline();
@@ -253,7 +288,7 @@ void tkc_revalidate_due(uint64_t ticks) {
   if (!tkc_trylock()) return;
 #if defined(TKC_ARCH_COUNTER)
   if (tkc_bk.chk_on && ticks >= TKC_LOAD_ACQUIRE(&tkc_g_reval_deadline))
-    tkc_due_locked(ticks);
+    tkc_due_locked(ticks, 0);
 #else
   (void)ticks;
 #endif

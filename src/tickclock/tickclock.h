@@ -142,10 +142,12 @@ TICKCLOCK_API int tickclock_conv_init(tickclock_conv *c, uint64_t hz_num, uint64
 /* ---- configuration and provenance ----------------------------------- */
 typedef struct tickclock_config {
   int source;                /* tickclock_source; AUTO = decide */
-  uint32_t calibration_ms;   /* 0 = a quick calibration (1 ms, lengthened x4
-                                while its bound exceeds 50 ppm) refined later
-                                on a growing baseline; N = one blocking
-                                calibration of N ms, never refined; <= 1000 */
+  uint32_t calibration_ms;   /* 0 = a published frequency at once, or a quick
+                                calibration (1 ms, lengthened x4 while its
+                                bound exceeds 50 ppm); either is cross-checked
+                                or refined later on a growing baseline; N =
+                                one blocking calibration of N ms first, never
+                                refined; <= 1000 */
   uint32_t flags;            /* reserved, 0 */
 } tickclock_config;
 
@@ -207,6 +209,12 @@ typedef struct tickclock_info {
   uint64_t baseline_ns;     /* the calibration's baseline (CLOCK_MONOTONIC_RAW ns
                                between its brackets); it grows x4 per refinement
                                up to 1 s; 0 when nothing was measured */
+  int freq_pending_check;   /* 1: a published frequency (perf page, CPUID 0x15
+                               with its crystal, a hypervisor leaf, CNTFRQ, the
+                               TOD) was used at once, before any calibration;
+                               the first refinement (from 1 ms on) compares it
+                               with calibration and publishes the verdict as
+                               a new state (see freqs[]) */
   double resolution_ns;     /* granularity of one tick, ns */
   int forced;               /* TICKCLOCK_FORCED_*: who chose the source */
   int request_refused;      /* a forced source was unusable; automatic choice made */
@@ -274,10 +282,15 @@ TICKCLOCK_API int tickclock_init(const tickclock_config *cfg);
  * back.
  * Limits: a reader that loaded the old source just before the switch may
  * produce one more counter reading; readings a faulty counter gave before
- * the check are not corrected. Returns 0 if the current source is kept (or
- * is not the counter), TICKCLOCK_SWITCHED if it switched to the OS clock,
- * TICKCLOCK_EBUSY when re-entered from a signal handler. Never called from
- * tickclock_now(); costs a few microseconds. */
+ * the check are not corrected. Also runs what is due of the frequency's
+ * refinement, and first the cross-check of a frequency published at first
+ * use (freq_pending_check), so a wrong stated rate is replaced rather than
+ * taken for the counter drifting. Returns 0 if the current source is kept
+ * (or is not the counter), TICKCLOCK_SWITCHED if it switched to the OS
+ * clock (a failed check, or a paravirtual clock's hypervisor frequency
+ * refused by its cross-check), TICKCLOCK_EBUSY when re-entered from a
+ * signal handler. Never called from tickclock_now(); costs a few
+ * microseconds. */
 #define TICKCLOCK_SWITCHED 1
 TICKCLOCK_API int tickclock_revalidate(void);
 /* Opt-in periodic re-validation: at most every ms milliseconds, piggybacked

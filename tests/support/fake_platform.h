@@ -39,6 +39,17 @@ struct FakeWorld {
   uint64_t vdso_traps = 0;
   uint64_t syscall_reads = 0;
   int perf_errno = 0;  // perf_event_open fails with this (0: page ok, cap_user_time 0)
+  // Published frequencies (0: not published). The perf page's conversion
+  // (cap_user_time = 1) when perf_mult is set; leaf 0x15 with its crystal
+  // (TSC = crystal_hz * l15_num / l15_den; crystal 0 with a ratio: the
+  // crystal table's model 0x9E, 24 MHz); a KVM guest's timing leaf
+  // 0x40000010 (EAX = TSC kHz; needs hypervisor = 1).
+  uint32_t perf_mult = 0;
+  uint32_t perf_shift = 0;
+  uint32_t crystal_hz = 0, l15_num = 0, l15_den = 0;
+  uint32_t hv_tsc_khz = 0;
+  uint32_t base_mhz = 0;  // leaf 0x16 EAX: a nominal base, not a statement of the TSC rate
+  int kvm_stable_bit = 1;  // KVM_FEATURE_CLOCKSOURCE_STABLE_BIT in 0x40000001 EAX
   // CPU
   int invariant = 1, rdtscp = 1, hypervisor = 0;
   uint32_t max_leaf = 0x16, max_ext = 0x80000008;
@@ -79,6 +90,20 @@ inline int cpuid(void *ctx, uint32_t leaf, uint32_t sub, tickclock_cpuid_regs *r
     if (w->garbage_past_max) fill_garbage(leaf, sub, r);
     return 1;
   }
+  if (hv_range && w->hypervisor && w->hv_tsc_khz != 0) {  // a KVM guest with the timing leaf
+    if (leaf == 0x40000000u) {
+      r->eax = 0x40000010u;
+      memcpy(&r->ebx, "KVMK", 4);
+      memcpy(&r->ecx, "VMKV", 4);
+      memcpy(&r->edx, "M\0\0\0", 4);
+    } else if (leaf == 0x40000001u) {
+      r->eax = w->kvm_stable_bit ? 1u << 24 : 0;
+    } else if (leaf == 0x40000010u) {
+      r->eax = w->hv_tsc_khz;
+      r->ebx = 1000000;  // APIC bus kHz
+    }
+    return 1;
+  }
   if (hv_range) {
     if (w->garbage_hv) fill_garbage(leaf, sub, r);
     return 1;
@@ -104,8 +129,16 @@ inline int cpuid(void *ctx, uint32_t leaf, uint32_t sub, tickclock_cpuid_regs *r
     case 0x80000007u:
       r->edx = w->invariant ? 1u << 8 : 0;
       break;
+    case 0x15:  // zero unless the crystal is published
+      r->eax = w->l15_den;
+      r->ebx = w->l15_num;
+      r->ecx = w->crystal_hz;
+      break;
+    case 0x16:
+      r->eax = w->base_mhz;
+      break;
     default:
-      break;  // 0x15 / 0x16 all zero: frequency from calibration
+      break;
   }
   return 1;
 }
@@ -133,7 +166,9 @@ inline void perf_page(void *ctx, tickclock_perf_page *pp) {
     return;
   }
   pp->ok = 1;
-  pp->cap_user_time = 0;
+  pp->cap_user_time = W(ctx)->perf_mult != 0;
+  pp->time_mult = W(ctx)->perf_mult;
+  pp->time_shift = W(ctx)->perf_shift;
 }
 
 inline uint64_t counter(void *ctx) {

@@ -126,6 +126,69 @@ TEST_CASE("decider: kvm-clock with tsc available and a KVM frequency leaf") {
   }
 }
 
+TEST_CASE("decider: a published frequency stands before calibration only where the caller defers it") {
+  Leaves l = intel(0x16, 0x97, false);
+  l.set(0x15, 2, 130, 38400000, 0);  // 2496 MHz, crystal stated
+  l.set(0x16, 2500, 4900, 100, 0);
+  tickclock_evidence ev = evidence(decode(l), "tsc", "tsc hpet acpi_pm");
+  SUBCASE("deferred: leaf 0x15 with its crystal at once, marked pending") {
+    ev.cal_deferrable = 1;
+    Decision d = decide(ev);
+    REQUIRE(d.rc == 0);
+    CHECK(d.info->source == TICKCLOCK_SOURCE_TSC);
+    CHECK(d.info->freq_pending_check == 1);
+    CHECK(std::string(d.info->freq_detail) == "cpuid_15h_crystal");
+    CHECK(d.info->hz_num == UINT64_C(2496000000));
+    CHECK(contains(d.tsc_reason(), "not calibrated yet"));
+    CHECK(contains(d.freq("calibration")->reason, "first refinement measures it"));
+    CHECK_FALSE(d.freq("cpuid_16h")->usable);  // a nominal base is no statement
+    CHECK(contains(d.freq("cpuid_16h")->reason, "no calibration yet"));
+    CHECK_FALSE(d.freq("cpuid_15h_crystal")->checked);
+  }
+  SUBCASE("not deferred: asks for calibration") {
+    CHECK(decide(ev).rc == 1);
+  }
+  SUBCASE("forced: asks for calibration") {
+    ev.cal_deferrable = 1;
+    ev.cfg_source = TICKCLOCK_SOURCE_TSC;
+    CHECK(decide(ev).rc == 1);
+  }
+  SUBCASE("leaf 0x16 alone: asks for calibration") {
+    Leaves m = intel(0x16, 0x97, false);
+    m.set(0x15, 0, 0, 0, 0);  // no ratio
+    m.set(0x16, 2500, 4900, 100, 0);
+    tickclock_evidence e = evidence(decode(m), "tsc", "tsc hpet acpi_pm");
+    e.cal_deferrable = 1;
+    Decision d = decide(e);
+    INFO(d.info->why);
+    CHECK(d.rc == 1);
+  }
+}
+
+TEST_CASE("decider: under kvm-clock only the hypervisor's own frequency stands before calibration") {
+  Leaves l = intel(0xd, 0x55, true);
+  l.set(0x40000000u, 0x40000010u, w("KVMK"), w("VMKV"), w("M\0\0\0"));
+  l.set(0x40000001u, 0x01007efb, 0, 0, 0);
+  l.set(0x40000010u, 2100000, 1000000, 0, 0);
+  tickclock_evidence ev = evidence(decode(l), "kvm-clock", "kvm-clock tsc acpi_pm");
+  ev.cal_deferrable = 1;
+  SUBCASE("the hypervisor leaf: at once, its agreement left to the first refinement") {
+    Decision d = decide(ev);
+    REQUIRE(d.rc == 0);
+    CHECK(d.info->source == TICKCLOCK_SOURCE_TSC);
+    CHECK(d.info->freq_pending_check == 1);
+    CHECK(std::string(d.info->freq_detail) == "hypervisor_40000010");
+  }
+  SUBCASE("a perf page outranking it: calibrate first") {
+    ev.perf.attempted = 1;
+    ev.perf.ok = 1;
+    ev.perf.cap_user_time = 1;
+    ev.perf.time_shift = 31;
+    ev.perf.time_mult = 1022611260;  // 1e9 * 2^31 / 2.1e9, rounded
+    CHECK(decide(ev).rc == 1);
+  }
+}
+
 TEST_CASE("decider: this host's situation, automatic and forced") {
   // invariant TSC, no frequency leaves, kvm-clock, tsc not offered
   Leaves l;
