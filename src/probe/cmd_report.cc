@@ -38,7 +38,9 @@ int cmd_report(int argc, char **argv) {
     o += ",\"forced\":" + json_b(i->forced);
     o += ",\"frequency\":{\"hz\":" + json_hz(i->hz) + ",\"num\":" + json_u(i->hz_num) +
          ",\"den\":" + json_u(i->hz_den) + ",\"method\":" + json_str(method) +
-         ",\"uncertainty_ppm\":" + json_num(i->uncertainty_ppm) + "}";
+         ",\"uncertainty_ppm\":" + json_num(i->uncertainty_ppm) +
+         ",\"baseline_ns\":" + json_u(i->baseline_ns) +
+         ",\"pending_check\":" + json_b(i->freq_pending_check) + "}";
     o += ",\"resolution_ns\":" + json_num(i->resolution_ns);
     o += ",\"candidates\":[";
     for (unsigned k = 0; k < i->n_candidates; k++) {
@@ -73,6 +75,12 @@ int cmd_report(int argc, char **argv) {
   std::printf("  %-22s %s%s\n", "source", i->source_name, i->forced ? " (forced)" : "");
   std::printf("  %-22s %.6f MHz = %" PRIu64 "/%" PRIu64 " Hz, %s, +-%.2f ppm\n", "frequency",
               i->hz / 1e6, i->hz_num, i->hz_den, method, i->uncertainty_ppm);
+  if (i->freq_pending_check)
+    std::printf("  %-22s published, used at once; calibration cross-checks it from 1 ms on\n",
+                "");
+  else if (i->baseline_ns != 0)
+    std::printf("  %-22s %.3f ms of calibration baseline (refined x4 up to 1 s)\n", "",
+                (double)i->baseline_ns / 1e6);
   std::printf("  %-22s %.3f ns\n", "resolution", i->resolution_ns);
   std::printf("  %-22s %s\n", "hypervisor", hv_sig.empty() ? "none reported" : hv_sig.c_str());
   std::printf("  %-22s %s (available: %s)\n", "clocksource",

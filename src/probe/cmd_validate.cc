@@ -79,7 +79,7 @@ int cmd_validate(int argc, char **argv) {
       throw;
     }
   }
-  const tickclock_info *info = tickclock_info_get();
+  const tickclock_info *info = settled_info();
   const bool counter = info->source != TICKCLOCK_SOURCE_SYSTEM && info->source != TICKCLOCK_SOURCE_QPC;
   r.info = info;
   r.counter = counter;

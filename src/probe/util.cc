@@ -63,6 +63,18 @@ void force_source(const std::string &name) {
     throw UsageError{"--source " + name + ": not usable here: " + tickclock_info_get()->why};
 }
 
+const tickclock_info *settled_info() {
+  const tickclock_info *i = tickclock_info_get();
+  uint64_t give_up = mono_raw_ns() + UINT64_C(1000000000);
+  while (i->freq_pending_check && mono_raw_ns() < give_up && !interrupted()) {
+    struct timespec req = {0, 2000000};
+    nanosleep(&req, nullptr);
+    (void)tickclock_revalidate();  // runs the cross-check once it is due
+    i = tickclock_info_get();
+  }
+  return i;
+}
+
 FILE *open_output(const std::string &opt, const std::string &path) {
   if (path.empty()) throw UsageError{opt + ": expected a file name, got ''"};
   // O_NONBLOCK: opening a FIFO without a reader fails (ENXIO) instead of

@@ -66,6 +66,10 @@ void parse_options(int argc, char **argv, const char *expected, F on) {
 // source forced, or throws a UsageError saying why it cannot be used here
 // (an unknown name: the list of valid ones).
 void force_source(const std::string &name);
+// The current state, once a frequency published at first use has had its
+// cross-check with calibration (due 1 ms after publication, later when the
+// brackets are wide): what validate judges is the settled choice.
+const tickclock_info *settled_info();
 // The source names, from the core's name table: "auto, system, tsc, ...".
 std::string source_names();
 
