@@ -271,20 +271,22 @@ static tickclock_info tkc_fresh; /* under the lock; too big for small stacks */
  * cross-check: the first refinement decides again from it (lock held). */
 static tickclock_evidence tkc_pending_ev;
 
-/* What follows a decision made with the calibration cal (ok == 0: none):
- * a quick calibration that was chosen is refined from its start bracket;
- * a published frequency used before calibration is cross-checked from the
- * publication's own bracket (tkc_publish fills cal_first then); one of a
- * length the caller asked for (calibration_ms) stays as it is. */
+/* What follows a decision made with the calibration ev->cal (ok == 0:
+ * none): a quick calibration that was chosen is refined from its start
+ * bracket; a published frequency used before calibration is cross-checked
+ * from the publication's own bracket (tkc_publish fills cal_first then),
+ * and once it passed (cross_checked) checked again on the same growing
+ * baselines up to 1 s; one of a length the caller asked for
+ * (calibration_ms) stays as it is. */
 static void tkc_plan_refinement(const tickclock_info *fresh, const tickclock_evidence *ev,
-                                int asked_ms) {
+                                int asked_ms, int cross_checked) {
   tkc_bk.refine_on = 0;
   if (fresh->freq_pending_check) {
     tkc_pending_ev = *ev;
     memset(&tkc_bk.cal_first, 0, sizeof tkc_bk.cal_first);
     tkc_bk.refine_on = 1;
-  } else if (fresh->freq_method == TICKCLOCK_FREQ_CALIBRATED && ev->cal.ok && !asked_ms &&
-             ev->cal.ns < TKC_REFINE_UNTIL_NS) {
+  } else if ((fresh->freq_method == TICKCLOCK_FREQ_CALIBRATED || cross_checked) &&
+             ev->cal.ok && !asked_ms && ev->cal.ns < TKC_REFINE_UNTIL_NS) {
     tkc_bk.cal_first = ev->cal;
     tkc_bk.refine_at_ns = ev->cal.start_ns + 4 * ev->cal.ns;
     tkc_bk.refine_on = 1;
@@ -311,7 +313,7 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
     fprintf(stderr, "tickclock: %s\n", fresh->env_error);
   }
   fresh->baseline_ns = ev.cal.ok ? ev.cal.ns : 0;
-  tkc_plan_refinement(fresh, &ev, cfg != NULL && cfg->calibration_ms != 0);
+  tkc_plan_refinement(fresh, &ev, cfg != NULL && cfg->calibration_ms != 0, 0);
   rc = tkc_publish(fresh, old,
                           ev.tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV ? TKC_NO_READ
                                                                   : TKC_TRUST,
@@ -321,20 +323,22 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
 }
 
 #if defined(TKC_ARCH_COUNTER)
-/* The cross-check of a published frequency (s->freq_pending_check), with
- * the calibration c measured since s was published: the decision is made
- * again from the same evidence plus c, so the published source is kept
- * when it agrees (now with its figures) and refused when it does not (the
- * next source by rank, usually calibration; under a paravirtual clock a
- * disagreeing hypervisor means the OS clock). Either way the result is a
- * new state continuous with s. Lock held. */
+/* The cross-check of a published frequency (s->freq_pending_check, or a
+ * published source that passed it and disagrees with a later, longer
+ * calibration), with the calibration c measured since s's first state
+ * was published: the decision is made again from the same evidence plus
+ * c, so the published source is kept when it agrees (now with its
+ * figures) and refused when it does not (the next source by rank, usually
+ * calibration; under a paravirtual clock a disagreeing hypervisor means
+ * the OS clock). Either way the result is a new state continuous with s.
+ * Lock held. */
 void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c) {
   tickclock_info *fresh = &tkc_fresh;
   tickclock_evidence *ev = &tkc_pending_ev;
   ev->cal = *c;
   (void)tickclock_decide(ev, fresh); /* calibrated: decides at once */
   fresh->baseline_ns = c->ns;
-  tkc_plan_refinement(fresh, ev, 0);
+  tkc_plan_refinement(fresh, ev, 0, 1);
   (void)tkc_publish(fresh, s, TKC_TRUST, 1, ev); /* leaving the counter: the spare */
 }
 #endif

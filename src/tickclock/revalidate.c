@@ -19,7 +19,10 @@
  *
  * Refinement: a calibrated frequency is measured again from the same start
  * bracket on a baseline four times longer each time, until it spans 1 s;
- * each better figure is published as a state continuous with the last.
+ * each better figure is published as a state continuous with the last. A
+ * published frequency is checked on the same baselines: the first check
+ * (from 1 ms) confirms or replaces it, the later ones replace it if a
+ * tighter calibration disagrees.
  */
 #include "state.h"
 #include "text.h"
@@ -227,12 +230,20 @@ static void tkc_refine_locked(void) {
   off = tkc_ppm(c.hz_num, c.hz_den, s->hz_num, s->hz_den);
   if (off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM ||
       -off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM) {
+    if (s->freq_method != TICKCLOCK_FREQ_CALIBRATED) {
+      /* a published source that passed its first cross-check fails a
+       * tighter one: decided again, it is refused */
+      tkc_cross_check(s, &c);
+      return;
+    }
     tkc_bk.refine_on = 0;
     return;
   }
   tkc_bk.refine_at_ns = tkc_bk.cal_first.start_ns + 4 * c.ns;
   if (c.ns >= TKC_REFINE_UNTIL_NS) tkc_bk.refine_on = 0;
-  if (c.uncertainty_ppm >= s->uncertainty_ppm) { /* no better: measure further on */
+  /* no better, or a published source the rank prefers while it agrees:
+   * measure further on */
+  if (c.uncertainty_ppm >= s->uncertainty_ppm || s->freq_method != TICKCLOCK_FREQ_CALIBRATED) {
     tkc_bk.refine_at = tkc_after(
         s, tkc_map(s, c.start_mid + c.ticks),
         tkc_bk.refine_at_ns - (c.start_ns + c.ns));

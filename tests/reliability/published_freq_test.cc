@@ -351,3 +351,31 @@ TEST_CASE("a kvm-clock guest's refused hypervisor frequency: tickclock_revalidat
   CHECK(tickclock_revalidate() == TICKCLOCK_SWITCHED);
   CHECK(tickclock_info_get()->source == TICKCLOCK_SOURCE_SYSTEM);
 }
+
+TEST_CASE("a published frequency slightly off passes the 1 ms check and fails a tighter one") {
+  World f;
+  publish_crystal(f.w, 40);  // 40 ppm fast: inside the first check's bound
+  const tickclock_info *i = f.start();
+  REQUIRE(i->freq_pending_check == 1);
+  uint64_t t0 = tickclock_now(), ns0 = tickclock_to_ns(t0);
+  f.w.now_ns += 1100000;
+  (void)tickclock_to_ns(tickclock_now());
+  const tickclock_info *c = tickclock_info_get();
+  INFO(c->why);
+  REQUIRE(c->freq_pending_check == 0);
+  const tickclock_freq_candidate *pub = freq(c, "cpuid_15h_crystal");
+  REQUIRE(pub != nullptr);
+  MESSAGE("first check: " << pub->ppm_vs_calibration << " ppm, bound " << pub->bound_ppm);
+  CHECK(pub->usable == 1);  // 40 ppm < 25 + the 1 ms calibration's own bound
+  CHECK(std::string(c->freq_detail) == "cpuid_15h_crystal");
+  Walk r = walk(f.w, UINT64_C(2000000000), 1000000, 60);
+  const tickclock_info *e = tickclock_info_get();
+  INFO(e->why);
+  CHECK(r.backward == 0);
+  CHECK(r.worst_excess_ns < 1000);
+  CHECK(e->freq_method == TICKCLOCK_FREQ_CALIBRATED);  // replaced by a tighter check
+  pub = freq(e, "cpuid_15h_crystal");
+  CHECK(pub->usable == 0);
+  CHECK(std::fabs(e->hz / 2.5e9 - 1) < 1e-6);  // and then refined to within 1 ppm
+  CHECK(tickclock_to_ns(t0) == ns0);
+}
