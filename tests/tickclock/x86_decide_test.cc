@@ -9,6 +9,18 @@ using namespace tctest;
 
 // ---- decider ------------------------------------------------------------------
 
+namespace {
+// A KVM guest whose kernel is on kvm-clock with tsc still available, the
+// stable bit set, and the timing leaf stating 2.1 GHz.
+tickclock_evidence kvm_clock_guest() {
+  Leaves l = intel(0xd, 0x55, true);
+  l.set(0x40000000u, 0x40000010u, w("KVMK"), w("VMKV"), w("M\0\0\0"));
+  l.set(0x40000001u, 0x01007efb, 0, 0, 0);
+  l.set(0x40000010u, 2100000, 1000000, 0, 0);
+  return evidence(decode(l), "kvm-clock", "kvm-clock tsc acpi_pm");
+}
+}  // namespace
+
 TEST_CASE("decider: bare metal, clocksource tsc, crystal agrees: CPUID 0x15 chosen") {
   Leaves l = intel(0x16, 0x97, false);
   l.set(0x15, 2, 130, 38400000, 0);
@@ -89,11 +101,7 @@ TEST_CASE("decider: a VM's leaf 0x15 is trusted only when it agrees with calibra
 }
 
 TEST_CASE("decider: kvm-clock with tsc available and a KVM frequency leaf") {
-  Leaves l = intel(0xd, 0x55, true);
-  l.set(0x40000000u, 0x40000010u, w("KVMK"), w("VMKV"), w("M\0\0\0"));
-  l.set(0x40000001u, 0x01007efb, 0, 0, 0);
-  l.set(0x40000010u, 2100000, 1000000, 0, 0);
-  tickclock_evidence ev = evidence(decode(l), "kvm-clock", "kvm-clock tsc acpi_pm");
+  tickclock_evidence ev = kvm_clock_guest();
   SUBCASE("agrees: TSC with the hypervisor's frequency") {
     calibrated(&ev, UINT64_C(2100003000), 1);  // +1.4 ppm
     Decision d = decide(ev);
@@ -166,11 +174,7 @@ TEST_CASE("decider: a published frequency stands before calibration only where t
 }
 
 TEST_CASE("decider: under kvm-clock only the hypervisor's own frequency stands before calibration") {
-  Leaves l = intel(0xd, 0x55, true);
-  l.set(0x40000000u, 0x40000010u, w("KVMK"), w("VMKV"), w("M\0\0\0"));
-  l.set(0x40000001u, 0x01007efb, 0, 0, 0);
-  l.set(0x40000010u, 2100000, 1000000, 0, 0);
-  tickclock_evidence ev = evidence(decode(l), "kvm-clock", "kvm-clock tsc acpi_pm");
+  tickclock_evidence ev = kvm_clock_guest();
   ev.cal_deferrable = 1;
   SUBCASE("the hypervisor leaf: at once, its agreement left to the first refinement") {
     Decision d = decide(ev);
