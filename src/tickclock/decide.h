@@ -40,9 +40,9 @@ TKC_INTERNAL void tkc_collect_freqs(const tickclock_evidence *ev, tickclock_info
 TKC_INTERNAL void tkc_check_freqs(const tickclock_evidence *ev, tickclock_info *out,
                                   int provisional);
 /* A source stated by whoever runs the counter (perf page, leaf 0x15 with
- * its crystal, a hypervisor leaf, the architecture's register): one that
- * may be used before calibration. */
-TKC_INTERNAL int tkc_freq_published(const tickclock_freq_candidate *c);
+ * its crystal on bare metal, a hypervisor leaf, the architecture's
+ * register): one that may be used before calibration. */
+TKC_INTERNAL int tkc_freq_published(const tickclock_freq_candidate *c, int in_vm);
 /* The preferred usable source by rank, or NULL. */
 TKC_INTERNAL tickclock_freq_candidate *tkc_pick_freq(const tickclock_evidence *ev,
                                                                    tickclock_info *out);

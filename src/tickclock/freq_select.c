@@ -12,29 +12,34 @@
  * register, the device tree, /proc/cpuinfo). A source missing here has no
  * rank and is never picked: adding a source means adding its row.
  *
- * published: the frequency is stated by whoever runs the counter (the
- * kernel's perf page, leaf 0x15 with its crystal, the hypervisor, the
- * architecture's own register), so a first state may use it at once and
- * leave the cross-check with calibration to the first refinement. Not the
- * crystal table (our inference), nor leaf 0x16 (a nominal base), nor the
- * device tree / cpuinfo timebase (under QEMU the POWER timebase and RISC-V
- * time run at the host's rate, not the stated one). */
+ * published (bare metal / VM): the frequency is stated by whoever runs
+ * the counter (the kernel's perf page, leaf 0x15 with its crystal, the
+ * hypervisor, the architecture's own register), so a first state may use
+ * it at once and leave the cross-check with calibration to the first
+ * refinement. Not the crystal table (our inference), nor leaf 0x16 (a
+ * nominal base), nor the device tree / cpuinfo timebase (under QEMU the
+ * POWER timebase and RISC-V time run at the host's rate, not the stated
+ * one). Nor leaf 0x15 in a VM: a VMM that passes the host's leaf through
+ * to a guest whose TSC it scales (after a migration, or with a set
+ * tsc-frequency) states the host's rate, off by the scaling ratio (whole
+ * percent), which would skew the first millisecond's intervals by as much;
+ * in a VM the hypervisor's own leaf is the statement. */
 static const struct {
   const char *name;
   int method;
   int rank_metal, rank_vm;
-  int published;
+  int published_metal, published_vm;
 } tkc_freq_ranks[] = {
-    {"perf_page", TICKCLOCK_FREQ_PERF_PAGE, 0, 0, 1},
-    {NULL, TICKCLOCK_FREQ_ARCH_REGISTER, 1, 1, 1},
-    {NULL, TICKCLOCK_FREQ_OS, 1, 1, 0},
-    {"cpuid_15h_crystal", TICKCLOCK_FREQ_CPUID_15H, 1, 3, 1},
-    {"cpuid_15h_known_crystal", TICKCLOCK_FREQ_CPUID_15H, 1, 3, 0},
-    {"hypervisor_40000010", TICKCLOCK_FREQ_HYPERVISOR, 2, 2, 1},
-    {"xen_leaf3", TICKCLOCK_FREQ_HYPERVISOR, 2, 2, 1},
-    {"calibration", TICKCLOCK_FREQ_CALIBRATED, 4, 4, 0},
-    {"cpuid_15h_from_16h", TICKCLOCK_FREQ_CPUID_15H, 5, 5, 0},
-    {"cpuid_16h", TICKCLOCK_FREQ_CPUID_16H, 6, 6, 0},
+    {"perf_page", TICKCLOCK_FREQ_PERF_PAGE, 0, 0, 1, 1},
+    {NULL, TICKCLOCK_FREQ_ARCH_REGISTER, 1, 1, 1, 1},
+    {NULL, TICKCLOCK_FREQ_OS, 1, 1, 0, 0},
+    {"cpuid_15h_crystal", TICKCLOCK_FREQ_CPUID_15H, 1, 3, 1, 0},
+    {"cpuid_15h_known_crystal", TICKCLOCK_FREQ_CPUID_15H, 1, 3, 0, 0},
+    {"hypervisor_40000010", TICKCLOCK_FREQ_HYPERVISOR, 2, 2, 1, 1},
+    {"xen_leaf3", TICKCLOCK_FREQ_HYPERVISOR, 2, 2, 1, 1},
+    {"calibration", TICKCLOCK_FREQ_CALIBRATED, 4, 4, 0, 0},
+    {"cpuid_15h_from_16h", TICKCLOCK_FREQ_CPUID_15H, 5, 5, 0, 0},
+    {"cpuid_16h", TICKCLOCK_FREQ_CPUID_16H, 6, 6, 0, 0},
 };
 
 /* c's row in the rank table, or -1 when none names it. */
@@ -55,9 +60,10 @@ static int tkc_freq_rank(const tickclock_freq_candidate *c, int in_vm) {
   return in_vm ? tkc_freq_ranks[i].rank_vm : tkc_freq_ranks[i].rank_metal;
 }
 
-int tkc_freq_published(const tickclock_freq_candidate *c) {
+int tkc_freq_published(const tickclock_freq_candidate *c, int in_vm) {
   int i = tkc_freq_row(c);
-  return i >= 0 && tkc_freq_ranks[i].published;
+  if (i < 0) return 0;
+  return in_vm ? tkc_freq_ranks[i].published_vm : tkc_freq_ranks[i].published_metal;
 }
 
 static tickclock_freq_candidate *tkc_add_freq(tickclock_info *out, const char *name,
@@ -168,7 +174,7 @@ void tkc_check_freqs(const tickclock_evidence *ev, tickclock_info *out, int prov
     if (provisional && !ev->cal.ok) {
       /* no calibration yet: a published source may stand until the first
        * refinement compares it; nothing else is usable before that */
-      c->usable = tkc_freq_published(c);
+      c->usable = tkc_freq_published(c, ev->x86.hypervisor);
       tkc_strlcpy(c->reason,
                          c->usable ? "published: used before calibration, cross-checked by "
                                      "the first refinement"

@@ -209,9 +209,10 @@ typedef struct tickclock_info {
   uint64_t baseline_ns;     /* the calibration's baseline (CLOCK_MONOTONIC_RAW ns
                                between its brackets); it grows x4 per refinement
                                up to 1 s; 0 when nothing was measured */
-  int freq_pending_check;   /* 1: a published frequency (perf page, CPUID 0x15
-                               with its crystal, a hypervisor leaf, CNTFRQ, the
-                               TOD) was used at once, before any calibration;
+  int freq_pending_check;   /* 1: a published frequency (perf page, CPUID
+                               0x15 with its crystal on bare metal, a
+                               hypervisor leaf, CNTFRQ, the TOD) was used at
+                               once, before any calibration;
                                the first refinement (from 1 ms on) compares it
                                with calibration and publishes the verdict as
                                a new state (see freqs[]) */

@@ -257,6 +257,18 @@ TEST_CASE("no published source is used unchecked where it is not a statement") {
     REQUIRE(freq(i, "cpuid_16h") != nullptr);
     CHECK(freq(i, "cpuid_16h")->checked == 1);
   }
+  SUBCASE("nor leaf 0x15 in a VM (a VMM may pass the host's through to a scaled guest)") {
+    World f;
+    publish_crystal(f.w, -40000);  // the host's 2.4 GHz, passed through
+    f.w.hypervisor = 1;            // no timing leaf of its own
+    const tickclock_info *i = f.start();
+    INFO(i->why);
+    CHECK(i->freq_pending_check == 0);
+    CHECK(f.first_use_ns >= 1000000);
+    CHECK(i->source == TICKCLOCK_SOURCE_TSC);
+    CHECK(i->freq_method == TICKCLOCK_FREQ_CALIBRATED);  // refused: disagrees
+    CHECK(freq(i, "cpuid_15h_crystal")->usable == 0);
+  }
   SUBCASE("nor the crystal table's inference (checked first, then preferred)") {
     World f;
     f.w.l15_num = 625;  // 24 MHz (model 0x9E in the table) x 625/6 = 2.5 GHz, ECX = 0
