@@ -119,26 +119,36 @@ int child_vdso_clock_gettime() {
 }
 #endif
 
-// Before anything else in this process touches the library.
+// Before anything else in this process touches the library. A sanitizer
+// build cannot run the children: its runtime traps after PR_SET_TSC
+// whatever tickclock does (AddressSanitizer's allocator reads the clock
+// through the vDSO; ThreadSanitizer's runtime traps inside fopen).
 #if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitizer = true;
+constexpr const char *kSanitizer = "AddressSanitizer, whose allocator reads the clock through "
+                                   "the vDSO";
+#elif defined(__SANITIZE_THREAD__)
+constexpr const char *kSanitizer = "ThreadSanitizer, whose runtime traps inside fopen";
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-constexpr bool kAddressSanitizer = true;
+constexpr const char *kSanitizer = "AddressSanitizer, whose allocator reads the clock through "
+                                   "the vDSO";
+#elif __has_feature(thread_sanitizer)
+constexpr const char *kSanitizer = "ThreadSanitizer, whose runtime traps inside fopen";
 #else
-constexpr bool kAddressSanitizer = false;
+constexpr const char *kSanitizer = nullptr;
 #endif
 #else
-constexpr bool kAddressSanitizer = false;
+constexpr const char *kSanitizer = nullptr;
 #endif
 
 void pr_set_tsc_before(TscFaults *f) {
 #if defined(TICKCLOCK_PROBE_PR_SET_TSC)
   tickclock_x86_facts x;
   tickclock_x86_decode(tickclock_cpuid_native, nullptr, &x);
-  if (kAddressSanitizer) {
-    f->not_why = "this probe is built with AddressSanitizer, whose allocator reads the clock "
-                 "through the vDSO: a child would trap inside malloc whatever tickclock does";
+  if (kSanitizer != nullptr) {
+    f->not_why = std::string("this probe is built with ") + kSanitizer +
+                 ": after PR_SET_TSC a child would trap inside the sanitizer whatever "
+                 "tickclock does";
   } else if (!x.tsc) {
     f->not_why = "CPUID.01H:EDX[4] (TSC) is clear: no RDTSC to disable";
   } else if (x.hv_valid && std::strcmp(x.hv_signature, "TCGTCGTCGTCG") == 0) {

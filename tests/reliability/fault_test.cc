@@ -61,8 +61,8 @@ int deny_perf_event_open(int err) {
 }  // namespace
 
 TEST_CASE("RDTSC disabled (PR_SET_TSC) before first use: no signal, the OS clock, reason says so") {
-#if defined(TCTEST_ASAN)
-  tctest::skip(std::string("PR_SET_TSC cases: ") + TCTEST_ASAN_PR_SET_TSC_WHY);
+#if defined(TCTEST_SANITIZER_TRAPS_AFTER_PR_SET_TSC)
+  tctest::skip(std::string("PR_SET_TSC cases: ") + TCTEST_SANITIZER_PR_SET_TSC_WHY);
   return;
 #endif
   check_clean_exit(in_child([] {
@@ -104,8 +104,8 @@ int rdtsc_traps_here() {
 // be SIGSEGV, and exactly that; where it does not, the case cannot show
 // anything and is reported as skipped.
 TEST_CASE("RDTSC disabled after init without re-validation: SIGSEGV where enforced") {
-#if defined(TCTEST_ASAN)
-  tctest::skip(std::string("PR_SET_TSC cases: ") + TCTEST_ASAN_PR_SET_TSC_WHY);
+#if defined(TCTEST_SANITIZER_TRAPS_AFTER_PR_SET_TSC)
+  tctest::skip(std::string("PR_SET_TSC cases: ") + TCTEST_SANITIZER_PR_SET_TSC_WHY);
   return;
 #endif
   int traps = rdtsc_traps_here();
@@ -130,8 +130,8 @@ TEST_CASE("RDTSC disabled after init without re-validation: SIGSEGV where enforc
 }
 
 TEST_CASE("RDTSC disabled after init: tickclock_revalidate() switches before the next read traps") {
-#if defined(TCTEST_ASAN)
-  tctest::skip(std::string("PR_SET_TSC cases: ") + TCTEST_ASAN_PR_SET_TSC_WHY);
+#if defined(TCTEST_SANITIZER_TRAPS_AFTER_PR_SET_TSC)
+  tctest::skip(std::string("PR_SET_TSC cases: ") + TCTEST_SANITIZER_PR_SET_TSC_WHY);
   return;
 #endif
   check_clean_exit(in_child([] {

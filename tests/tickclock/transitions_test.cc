@@ -184,7 +184,7 @@ TEST_CASE("an interval spanning re-calibrations is within 2 ms; to_ns of a held 
 #if defined(__x86_64__) || defined(__i386__)
 TEST_CASE("an interval spanning a PR_SET_TSC switch is within 2 ms; no signal") {
 #if defined(TCTEST_ASAN)
-  tctest::skip(std::string("PR_SET_TSC switch: ") + TCTEST_ASAN_PR_SET_TSC_WHY);
+  tctest::skip(std::string("PR_SET_TSC switch: ") + TCTEST_SANITIZER_PR_SET_TSC_WHY);
   return;
 #endif
   check_clean(in_child([] {
@@ -204,7 +204,7 @@ TEST_CASE("an interval spanning a PR_SET_TSC switch is within 2 ms; no signal") 
 
 TEST_CASE("PR_SET_TSC before first use: no signal, the system call, the OS clock") {
 #if defined(TCTEST_ASAN)
-  tctest::skip(std::string("PR_SET_TSC before first use: ") + TCTEST_ASAN_PR_SET_TSC_WHY);
+  tctest::skip(std::string("PR_SET_TSC before first use: ") + TCTEST_SANITIZER_PR_SET_TSC_WHY);
   return;
 #endif
   int traps = rdtsc_traps_after_prctl();
