@@ -1,6 +1,7 @@
 #include "src/probe/util.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdarg>
@@ -103,8 +104,13 @@ std::string esc(const std::string &s) {
 }
 
 namespace {
-volatile std::sig_atomic_t g_interrupted = 0;
-void on_signal(int sig) { g_interrupted = sig; }
+// Set by the handler (in whichever thread the signal lands), read by the
+// measuring threads (warp, validate's monotonic check): a lock-free atomic
+// is both async-signal-safe and race-free between threads, which a
+// volatile sig_atomic_t is not (ThreadSanitizer reports the race).
+std::atomic<int> g_interrupted{0};
+static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal handler needs a lock-free int");
+void on_signal(int sig) { g_interrupted.store(sig, std::memory_order_relaxed); }
 }  // namespace
 
 void install_sigint() {
@@ -115,11 +121,12 @@ void install_sigint() {
   sigaction(SIGINT, &sa, nullptr);  // no SA_RESTART: sleeps end at once
   sigaction(SIGTERM, &sa, nullptr);
 }
-bool interrupted() { return g_interrupted != 0; }
-int interrupt_signal() { return g_interrupted; }
-int interrupted_exit() { return 128 + g_interrupted; }
+bool interrupted() { return g_interrupted.load(std::memory_order_relaxed) != 0; }
+int interrupt_signal() { return g_interrupted.load(std::memory_order_relaxed); }
+int interrupted_exit() { return 128 + interrupt_signal(); }
 const char *interrupt_name() {
-  return g_interrupted == SIGINT ? "SIGINT" : g_interrupted == SIGTERM ? "SIGTERM" : "a signal";
+  int sig = interrupt_signal();
+  return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
 }
 
 uint64_t mono_raw_ns() { return tkc_os_now_raw(); }
