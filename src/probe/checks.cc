@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 
 #include <atomic>
 #include <thread>
@@ -39,6 +40,22 @@ struct SpinLock {
   }
   void unlock() { f.store(false, std::memory_order_release); }
 };
+
+// Joins t with SIGINT and SIGTERM blocked in the calling thread, so such a
+// signal is taken by a measuring thread (which stops on it) or stays
+// pending until the join is over, instead of running the handler inside
+// pthread_join: under qemu-i386 that made the join fail with EDEADLK
+// ("Resource deadlock avoided") and the probe abort instead of reporting
+// INCOMPLETE.
+void join_unsignalled(std::thread &t) {
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &block, &old);
+  t.join();
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
 
 }  // namespace
 
@@ -86,8 +103,8 @@ std::vector<WarpPair> warp_test(uint64_t (*rd)(), double seconds) {
       }
     };
     std::thread ta(body, p.first), tb(body, p.second);
-    ta.join();
-    tb.join();
+    join_unsignalled(ta);
+    join_unsignalled(tb);
     w.iterations = iters;
     w.backward = backward;
     w.max_warp_ticks = maxwarp;
@@ -129,7 +146,7 @@ std::vector<MonoCpu> monotonic_per_cpu(uint64_t (*fast)(), uint64_t (*ordered)()
         if (mono_raw_ns() >= deadline) break;
       }
     });
-    t.join();
+    join_unsignalled(t);
     m.completed = !interrupted();
     out.push_back(m);
   }

@@ -98,9 +98,11 @@ TKC_INTERNAL uint64_t tkc_read_counter_ordered(void);
 /* Publishes st as the continuation of old (trust: TKC_TRUST...). */
 TKC_INTERNAL int tkc_publish(const tickclock_info *st, const tickclock_info *old,
                                            int trust, int use_spare, const tickclock_evidence *ev);
+#if defined(TKC_ARCH_COUNTER) /* (no counter: nothing is ever published unchecked) */
 /* The cross-check of a published frequency against the calibration c
  * measured since: decides again with c and publishes the result. */
 TKC_INTERNAL void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c);
+#endif
 /* The first state (initialising once), or NULL when this thread
  * re-entered the lock. */
 TKC_INTERNAL const tickclock_info *tkc_first_state(void);
