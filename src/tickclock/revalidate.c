@@ -270,14 +270,16 @@ static void tkc_refine_locked(void) {
   (void)tkc_publish(fresh, s, TKC_TRUST, 0, NULL);
 }
 
-/* What is due at unit tick ticks (check_now: the checks in any case): the
- * RDTSC check before any counter read; a published frequency's
- * cross-check before the checks (a wrong stated rate is replaced, not
- * mistaken for the counter drifting); the periodic check; a refinement. */
+/* What is due at unit tick ticks: the RDTSC check before any counter
+ * read (check_now: an explicit tickclock_revalidate(), which made it
+ * before reading the tick, and wants the checks in any case); a published
+ * frequency's cross-check before the checks (a wrong stated rate is
+ * replaced, not mistaken for the counter drifting); the periodic check; a
+ * refinement. */
 static void tkc_due_locked(uint64_t ticks, int check_now) {
   const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
   if (s == NULL || !tkc_reads_counter(s) || !tkc_bk.chk_on) return;
-  if (tkc_rdtsc_disabled_locked(s)) return;
+  if (!check_now && tkc_rdtsc_disabled_locked(s)) return;
   if (tkc_bk.refine_on && s->freq_pending_check && ticks >= tkc_bk.refine_at) {
     tkc_refine_locked();
     s = TKC_LOAD_ACQUIRE(&tkc_g_state);
