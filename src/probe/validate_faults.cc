@@ -124,19 +124,21 @@ int child_vdso_clock_gettime() {
 // whatever tickclock does (AddressSanitizer's allocator reads the clock
 // through the vDSO; ThreadSanitizer's runtime traps inside fopen).
 #if defined(__SANITIZE_ADDRESS__)
-constexpr const char *kSanitizer = "AddressSanitizer, whose allocator reads the clock through "
-                                   "the vDSO";
+#define PROBE_ASAN 1
 #elif defined(__SANITIZE_THREAD__)
-constexpr const char *kSanitizer = "ThreadSanitizer, whose runtime traps inside fopen";
+#define PROBE_TSAN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
+#define PROBE_ASAN 1
+#elif __has_feature(thread_sanitizer)
+#define PROBE_TSAN 1
+#endif
+#endif
+#if defined(PROBE_ASAN)
 constexpr const char *kSanitizer = "AddressSanitizer, whose allocator reads the clock through "
                                    "the vDSO";
-#elif __has_feature(thread_sanitizer)
+#elif defined(PROBE_TSAN)
 constexpr const char *kSanitizer = "ThreadSanitizer, whose runtime traps inside fopen";
-#else
-constexpr const char *kSanitizer = nullptr;
-#endif
 #else
 constexpr const char *kSanitizer = nullptr;
 #endif
