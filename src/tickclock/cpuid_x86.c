@@ -265,7 +265,7 @@ __attribute__((format(printf, 2, 3)))
 static int tkc_x86_none(tickclock_freq *out, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(out->why, sizeof out->why, fmt, ap);
+  tkc_vfmt(out->why, sizeof out->why, fmt, ap);
   va_end(ap);
   return 0;
 }
