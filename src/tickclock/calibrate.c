@@ -16,22 +16,30 @@
 
 #define TKC_CAL_TRIES 16
 
+int tkc_suspend_between(uint64_t s0, uint64_t s1) {
+  if (s0 == UINT64_MAX || s1 == UINT64_MAX) return 0;
+  return (s1 > s0 ? s1 - s0 : s0 - s1) > TKC_SUSPEND_MIN_NS;
+}
+
 tkc_bracket tkc_tightest_bracket(uint64_t (*rd)(void)) {
   tkc_bracket best;
   int i;
+  uint64_t s0 = tkc_p_suspended_ns();
   best.width = UINT64_MAX;
   best.mid = best.ns = 0;
   for (i = 0; i < TKC_CAL_TRIES; i++) {
     uint64_t c0 = rd();
     uint64_t ns = tkc_p_raw_ns();
     uint64_t c1 = rd();
-    if (c1 < c0) continue; /* went backwards: not a bracket */
+    if (c1 < c0 || ns == 0) continue; /* went backwards, or no clock: not a bracket */
     if (c1 - c0 < best.width) {
       best.width = c1 - c0;
       best.mid = c0 + (c1 - c0) / 2;
       best.ns = ns;
     }
   }
+  best.susp = tkc_p_suspended_ns();
+  if (tkc_suspend_between(s0, best.susp)) best.width = UINT64_MAX; /* suspended meanwhile */
   return best;
 }
 
@@ -53,8 +61,15 @@ static int tkc_cal_from(tkc_bracket a, tkc_bracket b,
   out->bracket_end = b.width;
   out->start_mid = a.mid;
   out->start_ns = a.ns;
+  out->start_susp = a.susp;
   out->ticks = b.mid - a.mid;
   out->ns = b.ns - a.ns;
+  /* CLOCK_MONOTONIC_RAW stopped for the suspend, the counter may not have */
+  out->suspended = tkc_suspend_between(a.susp, b.susp);
+  if (out->suspended) {
+    out->ns = out->ns ? out->ns : 1;
+    return 0;
+  }
   if (a.width == UINT64_MAX || b.width == UINT64_MAX || b.mid <= a.mid || b.ns <= a.ns) {
     /* mark "attempted" even when it failed */
     if (out->ticks == 0 && out->ns == 0) out->ns = 1;
@@ -74,20 +89,26 @@ static int tkc_cal_from(tkc_bracket a, tkc_bracket b,
 int tkc_calibrate(uint64_t (*rd)(void), uint32_t ms, tickclock_calibration *out) {
   tkc_bracket a, b;
   uint32_t span;
-  int quick = ms == 0;
+  int quick = ms == 0, attempt;
   if (quick) ms = TICKCLOCK_CAL_QUICK_MS;
   if (ms > 1000) ms = 1000;
-  a = tkc_tightest_bracket(rd);
-  for (span = ms;; span *= 4) {
-    tkc_wait_until(a.ns + (uint64_t)span * UINT64_C(1000000));
-    b = tkc_tightest_bracket(rd);
-    if (!tkc_cal_from(a, b, out)) return 0;
-    /* a preempted bracket at either end widens the bound: measure the end
-     * again further away (the start bracket stays) */
-    if (!quick || out->uncertainty_ppm <= TICKCLOCK_CAL_TARGET_PPM ||
-        span * 4 > TICKCLOCK_CAL_QUICK_MAX_MS)
-      return 1;
+  /* a suspend between the brackets (or inside one) is no measurement:
+   * start again from a fresh bracket, a few times at most */
+  for (attempt = 0; attempt < 4; attempt++) {
+    a = tkc_tightest_bracket(rd);
+    for (span = ms;; span *= 4) {
+      tkc_wait_until(a.ns + (uint64_t)span * UINT64_C(1000000));
+      b = tkc_tightest_bracket(rd);
+      if (!tkc_cal_from(a, b, out)) break;
+      /* a preempted bracket at either end widens the bound: measure the end
+       * again further away (the start bracket stays) */
+      if (!quick || out->uncertainty_ppm <= TICKCLOCK_CAL_TARGET_PPM ||
+          span * 4 > TICKCLOCK_CAL_QUICK_MAX_MS)
+        return 1;
+    }
+    if (!out->suspended) return 0;
   }
+  return 0;
 }
 
 /* A refinement: the same start bracket, a new end bracket now. */
@@ -97,6 +118,7 @@ int tkc_calibrate_from(uint64_t (*rd)(void), const tickclock_calibration *first,
   a.mid = first->start_mid;
   a.ns = first->start_ns;
   a.width = first->bracket_start;
+  a.susp = first->start_susp;
   b = tkc_tightest_bracket(rd);
   return tkc_cal_from(a, b, out);
 }

@@ -19,6 +19,10 @@ typedef struct tickclock_calibration {
   uint64_t bracket_start, bracket_end; /* tightest (counter, clock, counter) widths, ticks */
   uint64_t start_mid, start_ns;  /* the start bracket (counter midpoint, raw ns): a later
                                     refinement measures from it on a longer baseline */
+  uint64_t start_susp;     /* the time suspended since boot at the start bracket
+                              (UINT64_MAX unknown) */
+  int suspended;           /* failed because the system was suspended between
+                              the two brackets: not a measurement at all */
 } tickclock_calibration;
 
 /* The calibration's own bound an automatic choice accepts for the counter;
@@ -39,10 +43,21 @@ TKC_INTERNAL int tkc_calibrate_from(uint64_t (*read_ordered)(void),
                                                   tickclock_calibration *out);
 /* One calibration end: the tightest of 16 (counter, raw clock, counter)
  * brackets. mid is the counter at the clock's instant to within width/2;
- * width is UINT64_MAX when every try stepped backwards. */
+ * width is UINT64_MAX when every try stepped backwards, the raw clock
+ * could not be read, or the system was suspended while they were taken.
+ * susp is the time suspended since boot (tickclock_platform.suspended_ns)
+ * when it was taken: CLOCK_MONOTONIC_RAW stops in a suspend while a
+ * counter may keep counting, so two brackets compare only when it is the
+ * same at both. */
 typedef struct tkc_bracket {
-  uint64_t mid, ns, width;
+  uint64_t mid, ns, width, susp;
 } tkc_bracket;
+/* Two suspended-time readings further apart than this: a suspend lies
+ * between them (the readings' own jitter is two clock reads, well under a
+ * microsecond; no suspend and resume takes less than milliseconds). */
+#define TKC_SUSPEND_MIN_NS UINT64_C(100000)
+/* 1 when a suspend lies between two suspended-time readings (both known). */
+TKC_INTERNAL int tkc_suspend_between(uint64_t s0, uint64_t s1);
 TKC_INTERNAL tkc_bracket tkc_tightest_bracket(uint64_t (*read_ordered)(void));
 
 #ifdef __cplusplus

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #if defined(__linux__)
+#include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 #if !defined(O_CLOEXEC) /* hidden in strict ISO C modes; the kernel's value */
@@ -107,19 +108,33 @@ uint64_t tkc_p_os_ns(void) {
   return tkc_p_clock(tkc_plat->os_ns, tkc_plat->os_ns_sys, tkc_os_read);
 }
 
-/* The sysfs file stays open (close-on-exec) after the first read: the
- * periodic re-validation re-reads it (lseek, read): no fopen, no malloc. */
+uint64_t tkc_p_suspended_ns(void) {
+  if (TKC_P(suspended_ns)) return tkc_plat->suspended_ns(tkc_plat->ctx);
+  if (tkc_plat != NULL && (tkc_plat->raw_ns != NULL || tkc_plat->os_ns != NULL))
+    return UINT64_MAX; /* a fake time line without suspends of its own */
+  return tkc_os_suspended_ns();
+}
+
+/* Opened, read and closed each time (close-on-exec): a descriptor kept
+ * open between calls could be closed by the program (daemonising,
+ * closefrom) and its number reused for one of the program's own files,
+ * which the next check would then seek and read. */
 int tkc_p_clocksource(char *buf, size_t n) {
 #if defined(__linux__)
-  static int fd = -1; /* only touched under the initialisation lock */
+  int fd;
   ssize_t got;
   size_t len;
   if (TKC_P(read_line)) return tkc_p_read_line(TKC_SYSFS_CURRENT_CLOCKSOURCE, buf, n);
   if (n == 0) return 0;
   buf[0] = '\0';
-  if (fd < 0) fd = open(TKC_SYSFS_CURRENT_CLOCKSOURCE, O_RDONLY | O_CLOEXEC);
+  do {
+    fd = open(TKC_SYSFS_CURRENT_CLOCKSOURCE, O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
   if (fd < 0) return 0;
-  got = lseek(fd, 0, SEEK_SET) == 0 ? read(fd, buf, n - 1) : -1;
+  do {
+    got = read(fd, buf, n - 1);
+  } while (got < 0 && errno == EINTR);
+  close(fd);
   if (got <= 0) return 0;
   len = (size_t)got;
   buf[len] = '\0';

@@ -65,6 +65,11 @@ typedef struct tickclock_platform {
   int (*find_line)(void *ctx, const char *path, const char *prefix, char *buf, size_t n);
   /* Up to n bytes of a file; 0 if missing or unreadable. The device tree. */
   size_t (*read_bytes)(void *ctx, const char *path, void *buf, size_t n);
+  /* Time the system spent suspended since boot (Linux: CLOCK_BOOTTIME -
+   * CLOCK_MONOTONIC); UINT64_MAX when unknown. It moves only across a
+   * suspend: a calibration or check sample whose two ends see different
+   * values spans one. */
+  uint64_t (*suspended_ns)(void *ctx);
 } tickclock_platform;
 
 /* Installs p (NULL: the native platform) and clears the system-call flag
@@ -85,6 +90,7 @@ TKC_INTERNAL uint64_t tkc_p_counter(void);
 TKC_INTERNAL uint64_t tkc_p_counter_ordered(void);
 TKC_INTERNAL uint64_t tkc_p_raw_ns(void);
 TKC_INTERNAL uint64_t tkc_p_os_ns(void);
+TKC_INTERNAL uint64_t tkc_p_suspended_ns(void);
 TKC_INTERNAL void tkc_p_sleep_ns(uint64_t ns);
 TKC_INTERNAL const char *tkc_p_getenv(const char *name);
 /* ---- the native platform (platform_native.c) ---- */
@@ -107,8 +113,9 @@ TKC_INTERNAL void tkc_native_perf_page(tickclock_perf_page *pp);
  * system call. */
 TKC_INTERNAL void tkc_os_use_syscall(int on); /* 0: tests only */
 TKC_INTERNAL int tkc_os_syscall_on(void);
-/* The kernel's current clocksource into buf (a file kept open after the
- * first read, so a periodic check allocates nothing); 1 if read. */
+/* The kernel's current clocksource into buf (opened, read and closed each
+ * time with open/read/close: no descriptor is kept that the program could
+ * close and reuse, no stdio, no allocation); 1 if read. */
 TKC_INTERNAL int tkc_p_clocksource(char *buf, size_t n);
 TKC_INTERNAL uint64_t tkc_os_now(void);      /* CLOCK_MONOTONIC (Windows: QPC) in ns */
 /* The fallback source's raw ticks (async-signal-safe); every native clock
@@ -116,7 +123,11 @@ TKC_INTERNAL uint64_t tkc_os_now(void);      /* CLOCK_MONOTONIC (Windows: QPC) i
 TKC_INTERNAL uint64_t tkc_os_read(void);
 TKC_INTERNAL uint64_t tkc_qpc_hz(void);      /* QueryPerformanceFrequency; 0 off Windows */
 TKC_INTERNAL void tkc_sleep_ns(uint64_t ns);
-TKC_INTERNAL uint64_t tkc_os_now_raw(void);  /* CLOCK_MONOTONIC_RAW, ns */
+TKC_INTERNAL uint64_t tkc_os_now_raw(void);  /* CLOCK_MONOTONIC_RAW, ns; 0 if unreadable */
+/* One POSIX clock into *ns (checked: 0 when the clock could not be read,
+ * *ns untouched); the system call once tkc_os_syscall_on(). */
+TKC_INTERNAL int tkc_os_clock(int id, uint64_t *ns);
+TKC_INTERNAL uint64_t tkc_os_suspended_ns(void); /* see tickclock_platform */
 TKC_INTERNAL double tkc_os_resolution_ns(void); /* clock_getres(CLOCK_MONOTONIC) */
 TKC_INTERNAL const char *tkc_secure_getenv(const char *name);
 

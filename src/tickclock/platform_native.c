@@ -81,6 +81,9 @@ uint64_t tkc_os_now(void) {
 
 uint64_t tkc_os_now_raw(void) { return tkc_os_now(); }
 
+/* Not measured on Windows: a suspend is not recognised there. */
+uint64_t tkc_os_suspended_ns(void) { return UINT64_MAX; }
+
 double tkc_os_resolution_ns(void) {
   return 1e9 / (double)tkc_qpc_conv()->hz_num;
 }
@@ -93,30 +96,67 @@ static uint64_t tkc_ts_ns(const struct timespec *ts) {
   return (uint64_t)ts->tv_sec * UINT64_C(1000000000) + (uint64_t)ts->tv_nsec;
 }
 
-/* One clock read. With clocksource tsc, kvm-clock or the Hyper-V TSC page
- * the vDSO's clock_gettime executes RDTSC itself, so once RDTSC is
- * disabled (prctl PR_SET_TSC) the vDSO traps like a direct read: then the
- * system call, which reads the clock in the kernel. The kernel's
- * timespec for SYS_clock_gettime is two longs on i386 and x86-64 alike,
- * whatever time_t the C library was built with. */
-static uint64_t tkc_clock_ns(int id) {
+#if !defined(CLOCK_BOOTTIME) && defined(__linux__)
+#define CLOCK_BOOTTIME 7 /* the kernel's id; hidden in strict ISO C modes */
+#endif
+
+/* One clock read into *ns; 0 when the clock could not be read (a seccomp
+ * filter or a sandbox that denies the clock: the caller must not use a
+ * value it was never given). With clocksource tsc, kvm-clock or the
+ * Hyper-V TSC page the vDSO's clock_gettime executes RDTSC itself, so
+ * once RDTSC is disabled (prctl PR_SET_TSC) the vDSO traps like a direct
+ * read: then the system call, which reads the clock in the kernel. The
+ * system call fills the kernel's own timespec: two longs on i386, two
+ * 64-bit integers on x86-64 and on x32 (where long is 32 bits and the
+ * kernel still writes 16 bytes), whatever time_t the C library uses. */
+int tkc_os_clock(int id, uint64_t *ns) {
   struct timespec ts;
 #if defined(TKC_HAVE_CLOCK_SYSCALL)
   if (TKC_LOAD_RELAXED(&tkc_g_os_syscall)) {
+#if defined(__x86_64__)
+    struct {
+      long long sec, nsec;
+    } k;
+#else
     struct {
       long sec, nsec;
     } k;
-    if (syscall(SYS_clock_gettime, (long)id, &k) != 0) return 0;
-    return (uint64_t)k.sec * UINT64_C(1000000000) + (uint64_t)k.nsec;
+#endif
+    if (syscall(SYS_clock_gettime, (long)id, &k) != 0 || k.sec < 0 || k.nsec < 0) return 0;
+    *ns = (uint64_t)k.sec * UINT64_C(1000000000) + (uint64_t)k.nsec;
+    return 1;
   }
 #endif
-  clock_gettime(id, &ts);
-  return tkc_ts_ns(&ts);
+  if (clock_gettime(id, &ts) != 0 || ts.tv_sec < 0 || ts.tv_nsec < 0) return 0;
+  *ns = tkc_ts_ns(&ts);
+  return 1;
+}
+
+/* A clock that must be read (the fallback source): 0 if it cannot be. */
+static uint64_t tkc_clock_ns(int id) {
+  uint64_t ns = 0;
+  return tkc_os_clock(id, &ns) ? ns : 0;
 }
 
 uint64_t tkc_os_now(void) { return tkc_clock_ns(CLOCK_MONOTONIC); }
 
 uint64_t tkc_os_read(void) { return tkc_os_now(); }
+
+/* Time spent suspended since boot: CLOCK_BOOTTIME - CLOCK_MONOTONIC (the
+ * kernel adds each suspend to the first only; both are slewed alike), its
+ * two reads bracketed by two of CLOCK_MONOTONIC. UINT64_MAX when unknown. */
+uint64_t tkc_os_suspended_ns(void) {
+#if defined(__linux__)
+  uint64_t m0, b, m1;
+  if (!tkc_os_clock(CLOCK_MONOTONIC, &m0) || !tkc_os_clock(CLOCK_BOOTTIME, &b) ||
+      !tkc_os_clock(CLOCK_MONOTONIC, &m1) || m1 < m0)
+    return UINT64_MAX;
+  m0 += (m1 - m0) / 2;
+  return b > m0 ? b - m0 : 0;
+#else
+  return UINT64_MAX;
+#endif
+}
 
 uint64_t tkc_qpc_hz(void) { return 0; }
 
@@ -190,6 +230,10 @@ int tkc_native_prctl_get_tsc(void) {
 }
 
 #if defined(TKC_HAVE_PERF)
+#if !defined(PERF_FLAG_FD_CLOEXEC)
+#define PERF_FLAG_FD_CLOEXEC (1UL << 3)
+#endif
+
 /* The perf_event mmap page of a self-monitoring dummy event: the kernel's
  * own TSC -> ns parameters (time_mult, time_shift), valid when
  * cap_user_time says the kernel's clock is the TSC. Read under the page's
@@ -207,7 +251,10 @@ static void tkc_read_perf_page(tickclock_perf_page *pp) {
   attr.exclude_kernel = 1;
   attr.exclude_hv = 1;
   pp->attempted = 1;
-  fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+  /* close-on-exec, like every descriptor the library opens (kernels
+   * before 3.14 refuse the flag: then without it, closed at once below) */
+  fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0 && errno == EINVAL) fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
   if (fd < 0) {
     pp->err = errno;
     return;
