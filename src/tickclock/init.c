@@ -1,10 +1,13 @@
 /* tickclock — initialisation, publication and the out-of-line reads.
  *
  * States. Every decision is published as a new, immutable tickclock_info
- * (static slots first, then allocations that are never freed), its address
- * stored with release ordering in tkc_g_state, then the hot path's
- * token in tkc_g_source. Readers load with acquire and never see a
- * half-written state, and a state a reader holds is never written again.
+ * (static slots first, then allocations that are never freed, at most
+ * TICKCLOCK_MAX_STATES of them), its address stored with release ordering
+ * in tkc_g_state, then the hot path's token in tkc_g_source. Readers load
+ * with acquire and never see a half-written state, and a state a reader
+ * holds is never written again. Publications that fall due inside the
+ * conversions (which may run in a signal handler) take a slot reserved in
+ * advance, never an allocation.
  *
  * One tick unit per process (the cyc2ns pattern). The first state fixes
  * the unit: raw counter ticks when it chose the counter (the inline read),
@@ -39,10 +42,14 @@ TKC_SHARED uint64_t tkc_g_reval_deadline = UINT64_MAX;
 #define TKC_STATIC_SLOTS 8
 static tickclock_info tkc_slots[TKC_STATIC_SLOTS];
 static unsigned tkc_slots_used = 0;
+static unsigned tkc_states_taken = 0; /* static and allocated: <= TICKCLOCK_MAX_STATES */
 static unsigned tkc_generation = 0;
 /* Held in reserve while a counter state is published: the switch away
  * from the counter must always find a slot. */
 static tickclock_info *tkc_spare = NULL;
+/* Reserved for the publications due inside the conversions. */
+static tickclock_info *tkc_ready[TKC_READY_SLOTS];
+static unsigned tkc_n_ready = 0;
 static int tkc_env_reported = 0;
 
 /* States past the static slots: never freed (a reader may hold one for the
@@ -54,21 +61,48 @@ typedef struct tkc_block {
 } tkc_block;
 static tkc_block *tkc_blocks = NULL;
 
-static tickclock_info *tkc_new_slot(void) {
+static tickclock_info *tkc_new_slot(int may_alloc) {
   tkc_block *b;
-  if (tkc_slots_used < TKC_STATIC_SLOTS)
+  if (tkc_states_taken >= TICKCLOCK_MAX_STATES) return NULL;
+  if (tkc_slots_used < TKC_STATIC_SLOTS) {
+    tkc_states_taken++;
     return &tkc_slots[tkc_slots_used++];
+  }
+  if (!may_alloc) return NULL;
   b = (tkc_block *)calloc(1, sizeof *b);
   if (b == NULL) return NULL;
   b->next = tkc_blocks;
   tkc_blocks = b;
+  tkc_states_taken++;
   return &b->info;
 }
 
+tickclock_info *tkc_take_slot(int may_alloc) {
+  if (tkc_n_ready > 0) return tkc_ready[--tkc_n_ready];
+  return tkc_new_slot(may_alloc);
+}
+
+
 /* Every field given: the two "never" deadlines are not zero. */
 TKC_BOOK_LINKAGE tkc_book tkc_bk = {
-    0, UINT64_MAX, 0, {0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0}, 0, UINT64_MAX, 0,
-    {0, 0, 0},      {0, 0, 0}, 0,          0, {0}};
+    TICKCLOCK_CHECK_DEFAULT_MS, UINT64_MAX, 0, 0, {0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0, 0, 0},
+    0, UINT64_MAX, 0, {0, 0, 0, 0}, {0, 0, 0, 0}, 0, 0, {0}};
+
+void tkc_reserve_slots(void) {
+  while (tkc_n_ready < TKC_READY_SLOTS) {
+    tickclock_info *slot = tkc_new_slot(1);
+    if (slot == NULL) break;
+    tkc_ready[tkc_n_ready++] = slot;
+  }
+  if (tkc_bk.refine_deferred && tkc_n_ready > 0) {
+    const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
+    tkc_bk.refine_deferred = 0;
+    if (s != NULL && tkc_bk.refine_on) {
+      tkc_bk.refine_at = tkc_bk.max_seen; /* due at once */
+      tkc_store_deadline();
+    }
+  }
+}
 
 int tkc_reads_counter(const tickclock_info *s) {
   return s->read_path == TICKCLOCK_READ_COUNTER || s->read_path == TICKCLOCK_READ_COUNTER_MAPPED;
@@ -85,14 +119,39 @@ uint64_t tkc_map(const tickclock_info *s, uint64_t r) {
 
 uint64_t tkc_max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
+/* ticks below s->base_ticks: the newest earlier state whose base lies at
+ * or below them (bases need not grow with generations: a same-counter
+ * republication puts its base a guard ahead). skip jumps over a run of
+ * states none of which can be it (their lowest base is above ticks), so
+ * the walk takes O(log^2 n) steps, never one per publication. */
 uint64_t tkc_ns_before(const tickclock_info *s, uint64_t ticks) {
+  const tickclock_info *x = s->prev, *root = s;
   uint64_t ns;
-  while (ticks < s->base_ticks && s->prev != NULL) s = s->prev;
-  if (ticks >= s->base_ticks) return tkc_ns_in(s, ticks);
-  ns = tickclock_conv_ticks_to_ns(&s->conv, s->base_ticks - ticks); /* before the first base */
-  return ns > s->base_ns ? 0 : s->base_ns - ns;
+  while (x != NULL) {
+    root = x;
+    if (x->base_ticks <= ticks) return tkc_ns_in(x, ticks);
+    x = (x->skip_min_base > ticks && x->skip != NULL) ? x->skip : x->prev;
+  }
+  /* before the first base (the first state's base is 0: not in practice) */
+  ns = tickclock_conv_ticks_to_ns(&root->conv, root->base_ticks - ticks);
+  return ns > root->base_ns ? 0 : root->base_ns - ns;
 }
 
+/* Links a state about to be published into the history's jumps: skip is
+ * the ancestor whose generation is its own with the lowest set bit
+ * cleared, reached through the ancestors' own jumps, which tile the
+ * generations in between (as a Fenwick tree does). */
+static void tkc_link_history(tickclock_info *st) {
+  unsigned target = st->generation & (st->generation - 1u);
+  const tickclock_info *x = st->prev;
+  uint64_t low = st->base_ticks;
+  while (x != NULL && x->generation > target) {
+    if (x->skip_min_base < low) low = x->skip_min_base;
+    x = x->skip; /* NULL: its run reached the first state */
+  }
+  st->skip = x;
+  st->skip_min_base = low;
+}
 
 /* An upper bound of the unit ticks old has handed out so far. A counter
  * that failed may have stepped back after readings no check saw, so the
@@ -106,11 +165,15 @@ static uint64_t tkc_now_bound(const tickclock_info *old, int trust) {
   if (trust != TKC_NO_READ)
     t = tkc_max_u64(t, tkc_map(old, tkc_p_counter_ordered()));
   if (trust != TKC_TRUST && tkc_bk.chk_on) {
-    uint64_t raw = tkc_p_raw_ns();
-    uint64_t dt = raw > tkc_bk.chk_prev.ns ? raw - tkc_bk.chk_prev.ns : 0;
-    double slack = (double)dt * (TICKCLOCK_REVALIDATE_DRIFT_PPM + old->uncertainty_ppm) * 1e-6 +
+    uint64_t raw = tkc_p_raw_ns(), susp = tkc_p_suspended_ns();
+    uint64_t dt = raw > tkc_bk.chk_prev.ns ? raw - tkc_bk.chk_prev.ns : 0, c;
+    double slack;
+    /* CLOCK_MONOTONIC_RAW stopped in a suspend since; the counter may not have */
+    if (susp != UINT64_MAX && tkc_bk.chk_prev.susp != UINT64_MAX && susp > tkc_bk.chk_prev.susp)
+      dt += susp - tkc_bk.chk_prev.susp;
+    slack = (double)dt * (TICKCLOCK_REVALIDATE_DRIFT_PPM + old->uncertainty_ppm) * 1e-6 +
                    TICKCLOCK_REVALIDATE_DRIFT_ABS_NS;
-    uint64_t c = tkc_bk.chk_prev.mid + tkc_bk.chk_prev.width / 2 +
+    c = tkc_bk.chk_prev.mid + tkc_bk.chk_prev.width / 2 +
                  tickclock_conv_ns_to_ticks(&old->src_conv, dt + (uint64_t)slack);
     t = tkc_max_u64(t, tkc_map(old, c));
   }
@@ -147,35 +210,47 @@ uint64_t tkc_read_counter_ordered(void) { return tkc_p_counter_ordered(); }
 static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trust);
 static void tkc_note_path(tickclock_info *st);
 
+/* No slot for a state: the history is full, or memory is. */
+static int tkc_no_slot(void) {
+  return tkc_states_taken >= TICKCLOCK_MAX_STATES ? TICKCLOCK_ELIMIT : TICKCLOCK_ENOMEM;
+}
+
 /* Publishes the decision st as the continuation of old (trust: how far
- * old's counter may be read). Takes a slot (the spare when asked), keeps a
- * spare while the new state reads the counter, records the re-validation
- * anchor, then fixes the base last, right before the state becomes
- * visible, so the window in which a reader can pair a newer tick with the
- * older state stays a few nanoseconds. */
+ * old's counter may be read). Takes a slot (the spare when asked; inside
+ * the conversions, may_alloc == 0, a ready one), keeps a spare while the
+ * new state reads the counter, records the re-validation anchor, then
+ * fixes the base last, right before the state becomes visible, so the
+ * window in which a reader can pair a newer tick with the older state
+ * stays a few nanoseconds. */
 int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
-                              int use_spare, const tickclock_evidence *ev) {
+                              int use_spare, int may_alloc, const tickclock_evidence *ev) {
   tickclock_info *slot;
   tkc_bracket anchor;
-  int counter = TKC_COUNTER != 0 && st->source == TKC_COUNTER;
+  int counter = TKC_COUNTER != 0 && st->source == TKC_COUNTER, tries;
   if (counter && tkc_spare == NULL) {
-    tkc_spare = tkc_new_slot();
-    if (tkc_spare == NULL) return TICKCLOCK_ENOMEM;
+    tkc_spare = tkc_take_slot(may_alloc);
+    if (tkc_spare == NULL) return tkc_no_slot();
   }
   if (use_spare && tkc_spare != NULL && !counter) {
     slot = tkc_spare;
     tkc_spare = NULL;
   } else {
-    slot = tkc_new_slot();
+    slot = tkc_take_slot(may_alloc);
   }
-  if (slot == NULL) return TICKCLOCK_ENOMEM; /* the spare stays reserved */
+  if (slot == NULL) return tkc_no_slot(); /* the spare stays reserved */
   memcpy(slot, st, sizeof *slot);
   slot->generation = ++tkc_generation;
+  if (counter && slot->uncertainty_ppm < TKC_MIN_UNCERTAINTY_PPM)
+    slot->uncertainty_ppm = TKC_MIN_UNCERTAINTY_PPM;
   anchor.width = UINT64_MAX;
   anchor.mid = anchor.ns = 0;
-  if (counter) anchor = tkc_tightest_bracket(tkc_read_counter_ordered);
+  anchor.susp = UINT64_MAX;
+  /* (a bracket that saw a suspend is taken again: the checks need one) */
+  for (tries = 0; counter && tries < 3 && anchor.width == UINT64_MAX; tries++)
+    anchor = tkc_tightest_bracket(tkc_read_counter_ordered);
   tkc_continue(old, slot, trust); /* may extrapolate from the old samples */
   tkc_note_path(slot);
+  tkc_link_history(slot);
   tkc_bk.chk_anchor = tkc_bk.chk_prev = anchor;
   tkc_bk.chk_on = anchor.width != UINT64_MAX;
   if (counter && ev != NULL) {
@@ -189,6 +264,7 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
     tkc_bk.cal_first.start_mid = anchor.mid;
     tkc_bk.cal_first.start_ns = anchor.ns;
     tkc_bk.cal_first.bracket_start = anchor.width;
+    tkc_bk.cal_first.start_susp = anchor.susp;
     tkc_bk.refine_at_ns = anchor.ns + (uint64_t)TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000);
   }
   if (tkc_bk.refine_on)
@@ -281,6 +357,7 @@ static tickclock_evidence tkc_pending_ev;
 static void tkc_plan_refinement(const tickclock_info *fresh, const tickclock_evidence *ev,
                                 int asked_ms, int cross_checked) {
   tkc_bk.refine_on = 0;
+  tkc_bk.refine_deferred = 0;
   if (fresh->freq_pending_check) {
     tkc_pending_ev = *ev;
     memset(&tkc_bk.cal_first, 0, sizeof tkc_bk.cal_first);
@@ -293,11 +370,28 @@ static void tkc_plan_refinement(const tickclock_info *fresh, const tickclock_evi
   }
 }
 
+/* A re-initialisation's decision that says what the current state says:
+ * the same source, read the same way, its frequency found the same way
+ * and agreeing with the current one within both bounds plus the agreement
+ * allowance. */
+static int tkc_same_decision(const tickclock_info *fresh, const tickclock_info *old) {
+  double off, bound;
+  if (fresh->source != old->source || fresh->forced != old->forced ||
+      fresh->freq_method != old->freq_method || fresh->freq_pending_check ||
+      old->revalidated || old->read_path == TICKCLOCK_READ_COUNTER_MAPPED ||
+      (old->read_path == TICKCLOCK_READ_OS_SYSCALL) != (tkc_os_syscall_on() != 0))
+    return 0;
+  if (fresh->hz_den == 0 || old->hz_den == 0) return fresh->hz_num == old->hz_num;
+  off = tkc_ppm(fresh->hz_num, fresh->hz_den, old->hz_num, old->hz_den);
+  bound = fresh->uncertainty_ppm + old->uncertainty_ppm + TICKCLOCK_AGREE_PPM;
+  return off <= bound && -off <= bound;
+}
+
 static int tkc_build_and_publish(const tickclock_config *cfg) {
   tickclock_evidence ev;
   const tickclock_info *old = TKC_LOAD_ACQUIRE(&tkc_g_state);
   tickclock_info *fresh = &tkc_fresh;
-  int rc;
+  int rc, asked = cfg != NULL && cfg->calibration_ms != 0;
   tkc_gather(cfg, &ev);
   ev.cal_deferrable = cfg == NULL || cfg->calibration_ms == 0;
   if (tickclock_decide(&ev, fresh)) {
@@ -313,12 +407,24 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
     fprintf(stderr, "tickclock: %s\n", fresh->env_error);
   }
   fresh->baseline_ns = ev.cal.ok ? ev.cal.ns : 0;
-  tkc_plan_refinement(fresh, &ev, cfg != NULL && cfg->calibration_ms != 0, 0);
-  rc = tkc_publish(fresh, old,
-                          ev.tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV ? TKC_NO_READ
-                                                                  : TKC_TRUST,
-                          0, &ev);
-  if (rc != TICKCLOCK_OK) return rc;
+  /* a long history: a decision that changes nothing keeps the state (and
+   * its refinement) rather than taking another slot */
+  if (old != NULL && !asked && tkc_states_taken >= TICKCLOCK_COALESCE_AFTER &&
+      tkc_same_decision(fresh, old))
+    return fresh->request_refused ? TICKCLOCK_EUNAVAILABLE : TICKCLOCK_OK;
+  {
+    /* the refinement plan is the new state's: kept aside until it is out */
+    tkc_book keep = tkc_bk;
+    tkc_plan_refinement(fresh, &ev, asked, 0);
+    rc = tkc_publish(fresh, old,
+                     ev.tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV ? TKC_NO_READ : TKC_TRUST, 0, 1,
+                     &ev);
+    if (rc != TICKCLOCK_OK) {
+      tkc_bk = keep; /* nothing changed */
+      return rc;
+    }
+  }
+  tkc_reserve_slots();
   return fresh->request_refused ? TICKCLOCK_EUNAVAILABLE : TICKCLOCK_OK;
 }
 
@@ -332,21 +438,33 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
  * calibration; under a paravirtual clock a disagreeing hypervisor means
  * the OS clock). Either way the result is a new state continuous with s.
  * Lock held. */
-void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c) {
+void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c, int may_alloc) {
   tickclock_info *fresh = &tkc_fresh;
   tickclock_evidence *ev = &tkc_pending_ev;
+  tkc_book keep = tkc_bk;
   ev->cal = *c;
   (void)tickclock_decide(ev, fresh); /* calibrated: decides at once */
   fresh->baseline_ns = c->ns;
   tkc_plan_refinement(fresh, ev, 0, 1);
-  (void)tkc_publish(fresh, s, TKC_TRUST, 1, ev); /* leaving the counter: the spare */
+  /* leaving the counter: the spare; staying: a ready slot, or none inside
+   * the conversions, and then the check waits for a call that may
+   * allocate one */
+  if (tkc_publish(fresh, s, TKC_TRUST, 1, may_alloc, ev) != TICKCLOCK_OK) {
+    tkc_bk = keep;
+    tkc_bk.refine_deferred = 1;
+    tkc_bk.refine_at = UINT64_MAX;
+    tkc_store_deadline();
+  }
 }
 #endif
+
+static void tkc_fill_reentry_state(void);
 
 /* The first state, or NULL when this thread re-entered the lock. */
 const tickclock_info *tkc_first_state(void) {
   const tickclock_info *s;
   tkc_ensure_atfork();
+  tkc_fill_reentry_state();
   if (!tkc_lock()) return NULL;
   s = TKC_LOAD_ACQUIRE(&tkc_g_state);
   if (s == NULL) {
@@ -386,15 +504,46 @@ void tkc_reset_world(void) {
   TKC_STORE_RELEASE(&tkc_g_reval_deadline, UINT64_MAX);
   tkc_bk.chk_on = 0;
   tkc_bk.max_seen = 0;
-  tkc_bk.reval_ms = 0;
+  tkc_bk.reval_ms = TICKCLOCK_CHECK_DEFAULT_MS;
   tkc_bk.reval_at = UINT64_MAX;
   tkc_bk.refine_on = 0;
+  tkc_bk.refine_deferred = 0;
   tkc_bk.refine_at = UINT64_MAX;
 }
 
 /* Handed to a signal handler that interrupted the first initialisation in
- * its own thread: all zero, so ticks are nanoseconds (scaled == 0). */
+ * its own thread: ticks are nanoseconds of CLOCK_MONOTONIC (scaled == 0),
+ * and it says so. Filled by the thread that takes the lock for the first
+ * initialisation, before it takes it (so before any handler of that
+ * thread can be handed it); every thread writes the same values. */
 static tickclock_info tkc_reentry_state;
+static TKC_SHARED int tkc_reentry_ready = 0;
+
+static void tkc_fill_reentry_state(void) {
+  tickclock_info *r = &tkc_reentry_state;
+  if (TKC_LOAD_ACQUIRE(&tkc_reentry_ready) == 1) return;
+  if (!TKC_CAS_INT((int *)&tkc_reentry_ready, 0, 2)) { /* another thread fills it: a moment */
+    while (TKC_LOAD_ACQUIRE(&tkc_reentry_ready) != 1) {
+    }
+    return;
+  }
+  r->source = r->unit_source = TICKCLOCK_SOURCE_SYSTEM;
+  r->source_name = tickclock_source_name(TICKCLOCK_SOURCE_SYSTEM);
+  r->hz_num = UINT64_C(1000000000);
+  r->hz_den = 1;
+  r->hz = 1e9;
+  r->freq_method = TICKCLOCK_FREQ_IDENTITY;
+  r->freq_method_name = tickclock_freq_method_name(TICKCLOCK_FREQ_IDENTITY);
+  r->freq_detail = "identity";
+  r->resolution_ns = 1.0;
+  r->read_path = TICKCLOCK_READ_OS;
+  r->src_is_unit = 1;
+  tkc_strlcpy(r->why,
+              "system: a signal handler interrupted this thread's first initialisation; "
+              "its readings are CLOCK_MONOTONIC read directly (nanoseconds)",
+              sizeof r->why);
+  TKC_STORE_RELEASE(&tkc_reentry_ready, 1);
+}
 
 const tickclock_info *tkc_state_slow(void) {
   const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);

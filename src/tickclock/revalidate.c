@@ -1,21 +1,38 @@
 /* tickclock — re-validation and refinement of the published counter
  * state (lock held throughout).
  *
+ * Two ways in:
+ *  - tickclock_revalidate() (and tickclock_revalidate_every()): a call the
+ *    program makes on purpose, outside any signal handler. It may
+ *    allocate (it tops up the slots the conversions publish into) and read
+ *    files (the kernel's clocksource).
+ *  - tkc_revalidate_due(), from tickclock_to_ns/tickclock_delta_ns once a
+ *    tick passed the deadline: possibly inside a signal handler that
+ *    interrupted anything, malloc included. It takes the lock only if it
+ *    is free (never waits), allocates nothing (a publication takes a
+ *    ready slot, or waits for a call that may allocate), reads no file,
+ *    and formats with the library's own formatter.
+ *
  * Faults after initialisation:
- *  - prctl(PR_SET_TSC, PR_TSC_SIGSEGV) after the TSC was chosen: the next
- *    tickclock_now() in that thread executes RDTSC and the kernel delivers
- *    SIGSEGV (the hot path is one load, a compare and RDTSC; asking the
- *    kernel first would cost a system call per read). Call
- *    tickclock_revalidate() in that thread right after changing the
- *    setting: it sees PR_GET_TSC = PR_TSC_SIGSEGV and switches every thread
+ *  - prctl(PR_SET_TSC, PR_TSC_SIGSEGV) after first use: the next
+ *    tickclock_now() in that thread executes RDTSC (or the vDSO does) and
+ *    the kernel delivers SIGSEGV (the hot path is one load, a compare and
+ *    RDTSC; asking the kernel first would cost a system call per read).
+ *    Call tickclock_revalidate() in that thread right after changing the
+ *    setting: it sees PR_GET_TSC = PR_TSC_SIGSEGV and moves every thread
  *    to the OS clock through the system call, without reading the counter
  *    (the continuity bound comes from the last conclusive sample and the
  *    frequency's uncertainty). The setting is per thread.
  *  - the kernel switches its clocksource (watchdog: tsc -> hpet), the
- *    counter jumps (suspend, migration, a CPU with another TSC offset), or
- *    its rate drifts from CLOCK_MONOTONIC_RAW: tickclock_revalidate()
- *    (explicit, or periodic with tickclock_revalidate_every()) switches to
- *    the OS clock. Nothing is checked on the read path.
+ *    counter jumps (migration, a CPU with another TSC offset), or its rate
+ *    drifts from CLOCK_MONOTONIC_RAW: the rate check (every
+ *    TICKCLOCK_CHECK_DEFAULT_MS by default, in the conversions) or
+ *    tickclock_revalidate() switches to the OS clock.
+ *  - a suspend: CLOCK_MONOTONIC_RAW stops, the counter may not. A sample
+ *    whose two ends see a different suspended time (CLOCK_BOOTTIME -
+ *    CLOCK_MONOTONIC) is judged against both the awake and the total
+ *    time; a refinement sample across one is discarded and the refinement
+ *    starts again from a fresh bracket.
  *
  * Refinement: a calibrated frequency is measured again from the same start
  * bracket on a baseline four times longer each time, until it spans 1 s;
@@ -29,14 +46,15 @@
 
 #include <string.h>
 
-#if defined(TKC_ARCH_COUNTER)
-/* The state being built by a switch or a refinement (too big for small
- * stacks; lock held). */
+#if defined(TKC_ARCH_COUNTER) || (defined(TKC_X86) && defined(__linux__))
+/* The state being built by a switch, a refinement or a move to the system
+ * call (too big for small stacks; lock held). */
 static tickclock_info tkc_next;
 #endif
 
 #if defined(TKC_ARCH_COUNTER)
-/* Replaces the counter state old by the OS clock, in the same unit. */
+/* Replaces the counter state old by the OS clock, in the same unit, in the
+ * spare slot (always there while a counter state is published). */
 static void tkc_switch_to_os(const tickclock_info *old, const char *why, int trust) {
   tickclock_info *fresh = &tkc_next;
   unsigned i;
@@ -60,6 +78,7 @@ static void tkc_switch_to_os(const tickclock_info *old, const char *why, int tru
   fresh->freq_method = os == TICKCLOCK_SOURCE_SYSTEM ? TICKCLOCK_FREQ_IDENTITY : TICKCLOCK_FREQ_OS;
   fresh->freq_method_name = tickclock_freq_method_name(fresh->freq_method);
   fresh->freq_detail = os == TICKCLOCK_SOURCE_SYSTEM ? "identity" : "query_performance_frequency";
+  fresh->freq_pending_check = 0;
   for (i = 0; i < fresh->n_candidates && i < TICKCLOCK_MAX_CANDIDATES; i++) {
     tickclock_candidate *c = &fresh->candidates[i];
     c->chosen = c->source == os;
@@ -71,7 +90,7 @@ static void tkc_switch_to_os(const tickclock_info *old, const char *why, int tru
   tkc_fmt(fresh->why, sizeof fresh->why, "re-validation switched from %s: %s",
                  tickclock_source_name(old->source), why);
   fresh->revalidated = 1;
-  (void)tkc_publish(fresh, old, trust, 1, NULL); /* the spare: cannot fail */
+  (void)tkc_publish(fresh, old, trust, 1, 0, NULL); /* the spare: cannot fail */
 }
 
 /* |a - b| > bound, for two ns spans. */
@@ -82,7 +101,10 @@ static int tkc_disagree(double a, double b, double bound) {
 /* Counter time against CLOCK_MONOTONIC_RAW from the sample ref to b (whose
  * bracket is w ns wide): they must agree within (DRIFT_PPM + the
  * frequency's uncertainty) of the raw time, plus DRIFT_ABS_NS and the two
- * brackets' half-widths. 1 when they do not; the figures in dc, dr, bound. */
+ * brackets' half-widths. Across a suspend (the two samples saw different
+ * suspended times) the counter may have counted the suspended time or
+ * not: either agreement passes. 1 when they do not agree; the figures in
+ * dc, dr (raw, plus the suspended time when it was counted), bound. */
 static int tkc_drifted(const tickclock_info *s, tkc_bracket b, double w,
                               tkc_bracket ref, double *dc, double *dr, double *bound) {
   double wr = (double)tickclock_conv_ticks_to_ns(&s->src_conv, ref.width);
@@ -90,10 +112,17 @@ static int tkc_drifted(const tickclock_info *s, tkc_bracket b, double w,
   *dc = (double)tickclock_conv_delta_to_ns(&s->src_conv, (int64_t)(b.mid - ref.mid));
   *dr = (double)(int64_t)(b.ns - ref.ns);
   *bound = *dr * rate + TICKCLOCK_REVALIDATE_DRIFT_ABS_NS + (w + wr) / 2;
-  return tkc_disagree(*dc, *dr, *bound);
+  if (!tkc_disagree(*dc, *dr, *bound)) return 0;
+  if (tkc_suspend_between(ref.susp, b.susp) && b.susp > ref.susp) {
+    double slept = (double)(b.susp - ref.susp);
+    if (!tkc_disagree(*dc, *dr + slept, *bound + slept * rate)) {
+      *dr += slept;
+      return 0;
+    }
+  }
+  return 1;
 }
 
-/* The checks; lock held, state published. Formats only when switching. */
 /* Before any counter read of a check or a refinement: RDTSC disabled for
  * this thread means switching without reading it. 1 if it switched. */
 static int tkc_rdtsc_disabled_locked(const tickclock_info *s) {
@@ -111,8 +140,10 @@ static int tkc_rdtsc_disabled_locked(const tickclock_info *s) {
 }
 
 /* The checks (the caller saw RDTSC enabled for this thread: see
- * tkc_rdtsc_disabled_locked). */
-static int tkc_revalidate_locked(void) {
+ * tkc_rdtsc_disabled_locked); with_io: also the kernel's clocksource,
+ * which needs a file read (tickclock_revalidate() only). Formats only when
+ * switching. */
+static int tkc_revalidate_locked(int with_io) {
   const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
   char why[TICKCLOCK_REASON_LEN];
   char cs[32];
@@ -120,7 +151,7 @@ static int tkc_revalidate_locked(void) {
   double w, dc, dr, bound;
   int step;
   if (s == NULL || !tkc_reads_counter(s) || !tkc_bk.chk_on) return 0;
-  if (tkc_bk.cs_known) {
+  if (with_io && tkc_bk.cs_known) {
     int known = tkc_p_clocksource(cs, sizeof cs);
     if (known && strcmp(cs, tkc_bk.cs) != 0) {
       tkc_fmt(why, sizeof why, "the kernel's clocksource changed from '%s' to '%s'",
@@ -159,61 +190,69 @@ static int tkc_revalidate_locked(void) {
   tkc_arm_deadline(s, tkc_bk.max_seen);
   return 0;
 }
-#endif
 
-#if defined(TKC_ARCH_COUNTER)
-static void tkc_due_locked(uint64_t ticks, int check_now);
-#endif
-
-int tickclock_revalidate(void) {
-  int r = 0;
-  if (tkc_first_state() == NULL) return TICKCLOCK_EBUSY;
-  if (!tkc_lock()) return TICKCLOCK_EBUSY;
-#if defined(TKC_ARCH_COUNTER)
-  {
-    const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
-    /* the checks now, and whatever refinement is due (the RDTSC check
-     * first: the current tick is read only once it passed) */
-    if (tkc_reads_counter(s) && tkc_bk.chk_on) {
-      if (!tkc_rdtsc_disabled_locked(s))
-        tkc_due_locked(tkc_map(s, tkc_read_counter_ordered()), 1);
-      if (!tkc_reads_counter(TKC_LOAD_ACQUIRE(&tkc_g_state))) r = TICKCLOCK_SWITCHED;
-    }
+/* The refinement (or cross-check) starts again from a fresh bracket: the
+ * one it measured from lies before a suspend. */
+static void tkc_refine_restart(const tickclock_info *s) {
+  tkc_bracket nb = tkc_tightest_bracket(tkc_read_counter_ordered);
+  uint64_t wait_ns = (uint64_t)(s->freq_pending_check ? 1 : 4) * TICKCLOCK_CAL_QUICK_MS *
+                     UINT64_C(1000000);
+  if (nb.width == UINT64_MAX) { /* no bracket now: a millisecond later */
+    tkc_bk.refine_at = tkc_after(s, tkc_bk.max_seen, UINT64_C(1000000));
+    return;
   }
-#endif
-  tkc_unlock();
-  return r;
+  tkc_bk.cal_first.start_mid = nb.mid;
+  tkc_bk.cal_first.start_ns = nb.ns;
+  tkc_bk.cal_first.bracket_start = nb.width;
+  tkc_bk.cal_first.start_susp = nb.susp;
+  tkc_bk.refine_at_ns = nb.ns + wait_ns;
+  tkc_bk.refine_at = tkc_after(s, tkc_map(s, nb.mid), wait_ns);
 }
 
-void tickclock_revalidate_every(uint32_t ms) {
-  if (tkc_first_state() == NULL || !tkc_lock()) return;
-  tkc_bk.reval_ms = ms;
-  tkc_arm_deadline(TKC_LOAD_ACQUIRE(&tkc_g_state), tkc_bk.max_seen);
-  tkc_unlock();
+/* The state's reason says how far its frequency was refined (the reason
+ * up to an earlier such note, then the new one). */
+static void tkc_note_refined(tickclock_info *st, const tickclock_calibration *c) {
+  char *mark = strstr(st->why, "; refined");
+  size_t len;
+  if (mark != NULL) *mark = '\0';
+  len = strlen(st->why);
+  tkc_fmt(st->why + len, sizeof st->why - len, "; refined to %.6f MHz +-%.3f ppm over %.3f s",
+          c->hz / 1e6, st->uncertainty_ppm, (double)c->ns / 1e9);
 }
 
-#if defined(TKC_ARCH_COUNTER)
 /* One refinement step: the first calibration's start bracket against a new
  * end bracket. A better figure that agrees with the current one is
  * published (continuous with it: same unit, base at the moment of
  * publication); a preempted end bracket is retried a millisecond later; a
- * figure that disagrees stops refinement (re-validation judges the
- * counter). */
-static void tkc_refine_locked(void) {
+ * sample across a suspend starts again; a figure that disagrees stops
+ * refinement (re-validation judges the counter). may_alloc: 0 inside the
+ * conversions, where no slot left means waiting for one. */
+static void tkc_refine_locked(int may_alloc) {
   const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
   tickclock_info *fresh = &tkc_next;
   tickclock_calibration c;
   double off;
   unsigned i;
-  if (!tkc_calibrate_from(tkc_read_counter_ordered, &tkc_bk.cal_first, &c) ||
-      (double)tickclock_conv_ticks_to_ns(&s->src_conv, c.bracket_end) >
-          TICKCLOCK_REVALIDATE_MAX_BRACKET_NS) {
+  if (!tkc_calibrate_from(tkc_read_counter_ordered, &tkc_bk.cal_first, &c)) {
+    if (c.suspended) {
+      tkc_refine_restart(s);
+      return;
+    }
+    tkc_bk.refine_at = tkc_after(s, tkc_bk.refine_at, UINT64_C(1000000));
+    return;
+  }
+  if ((double)tickclock_conv_ticks_to_ns(&s->src_conv, c.bracket_end) >
+      TICKCLOCK_REVALIDATE_MAX_BRACKET_NS) {
     tkc_bk.refine_at = tkc_after(s, tkc_bk.refine_at, UINT64_C(1000000));
     return;
   }
   /* due by a tick from the future (a caller converting an arbitrary value):
-   * the clock has not got there yet */
-  if (c.start_ns + c.ns < tkc_bk.refine_at_ns) return;
+   * the clock has not got there yet; due again when it has */
+  if (c.start_ns + c.ns < tkc_bk.refine_at_ns) {
+    tkc_bk.refine_at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks),
+                                 tkc_bk.refine_at_ns - (c.start_ns + c.ns));
+    return;
+  }
   if (s->freq_pending_check) {
     /* the published frequency's cross-check: like the quick calibration,
      * a bound above the target waits for a baseline x4 longer (up to the
@@ -224,7 +263,7 @@ static void tkc_refine_locked(void) {
       tkc_bk.refine_at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks), 3 * c.ns);
       return;
     }
-    tkc_cross_check(s, &c);
+    tkc_cross_check(s, &c, may_alloc);
     return;
   }
   off = tkc_ppm(c.hz_num, c.hz_den, s->hz_num, s->hz_den);
@@ -233,17 +272,17 @@ static void tkc_refine_locked(void) {
     if (s->freq_method != TICKCLOCK_FREQ_CALIBRATED) {
       /* a published source that passed its first cross-check fails a
        * tighter one: decided again, it is refused */
-      tkc_cross_check(s, &c);
+      tkc_cross_check(s, &c, may_alloc);
       return;
     }
     tkc_bk.refine_on = 0;
     return;
   }
-  tkc_bk.refine_at_ns = tkc_bk.cal_first.start_ns + 4 * c.ns;
-  if (c.ns >= TKC_REFINE_UNTIL_NS) tkc_bk.refine_on = 0;
   /* no better, or a published source the rank prefers while it agrees:
    * measure further on */
   if (c.uncertainty_ppm >= s->uncertainty_ppm || s->freq_method != TICKCLOCK_FREQ_CALIBRATED) {
+    tkc_bk.refine_at_ns = tkc_bk.cal_first.start_ns + 4 * c.ns;
+    if (c.ns >= TKC_REFINE_UNTIL_NS) tkc_bk.refine_on = 0;
     tkc_bk.refine_at = tkc_after(
         s, tkc_map(s, c.start_mid + c.ticks),
         tkc_bk.refine_at_ns - (c.start_ns + c.ns));
@@ -267,44 +306,107 @@ static void tkc_refine_locked(void) {
       fresh->freqs[i].hz = c.hz;
       fresh->freqs[i].uncertainty_ppm = c.uncertainty_ppm;
     }
-  (void)tkc_publish(fresh, s, TKC_TRUST, 0, NULL);
+  if (fresh->uncertainty_ppm < TKC_MIN_UNCERTAINTY_PPM)
+    fresh->uncertainty_ppm = TKC_MIN_UNCERTAINTY_PPM;
+  tkc_note_refined(fresh, &c);
+  {
+    /* the schedule after this one (tkc_publish arms it from the new
+     * state's anchor), restored when there is no slot */
+    uint64_t at_ns = tkc_bk.refine_at_ns;
+    tkc_bk.refine_at_ns = tkc_bk.cal_first.start_ns + 4 * c.ns;
+    tkc_bk.refine_on = c.ns < TKC_REFINE_UNTIL_NS;
+    if (tkc_publish(fresh, s, TKC_TRUST, 0, may_alloc, NULL) != TICKCLOCK_OK) {
+      /* none here: the same step again once a call that may allocate
+       * has reserved one */
+      tkc_bk.refine_at_ns = at_ns;
+      tkc_bk.refine_on = 1;
+      tkc_bk.refine_deferred = 1;
+      tkc_bk.refine_at = UINT64_MAX;
+      tkc_store_deadline();
+    }
+  }
 }
 
 /* What is due at unit tick ticks: the RDTSC check before any counter
  * read (check_now: an explicit tickclock_revalidate(), which made it
  * before reading the tick, and wants the checks in any case); a published
  * frequency's cross-check before the checks (a wrong stated rate is
- * replaced, not mistaken for the counter drifting); the periodic check; a
- * refinement. */
-static void tkc_due_locked(uint64_t ticks, int check_now) {
+ * replaced, not mistaken for the counter drifting); the rate check; a
+ * refinement. may_alloc (and the file reads): tickclock_revalidate() only. */
+static void tkc_due_locked(uint64_t ticks, int check_now, int may_alloc) {
   const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
   if (s == NULL || !tkc_reads_counter(s) || !tkc_bk.chk_on) return;
   if (!check_now && tkc_rdtsc_disabled_locked(s)) return;
   if (tkc_bk.refine_on && s->freq_pending_check && ticks >= tkc_bk.refine_at) {
-    tkc_refine_locked();
+    tkc_refine_locked(may_alloc);
     s = TKC_LOAD_ACQUIRE(&tkc_g_state);
     if (!tkc_reads_counter(s)) return; /* it disagreed: the OS clock now */
     if (!s->freq_pending_check) ticks = 0; /* a new state: its own schedule */
   }
   if (check_now || ticks >= tkc_bk.reval_at) {
-    if (tkc_revalidate_locked() == TICKCLOCK_SWITCHED) return;
+    if (tkc_revalidate_locked(check_now) == TICKCLOCK_SWITCHED) return;
   }
-  if (tkc_bk.refine_on && ticks >= tkc_bk.refine_at) tkc_refine_locked();
+  if (tkc_bk.refine_on && ticks >= tkc_bk.refine_at) tkc_refine_locked(may_alloc);
   tkc_store_deadline();
 }
 #endif
 
-/* From tickclock_to_ns/tickclock_delta_ns once their argument passed the
+/* The OS clock in use and RDTSC disabled for this thread: its vDSO may
+ * execute RDTSC too, so readings move to the system call (a new state
+ * that says so). */
+static void tkc_os_path_check_locked(const tickclock_info *s) {
+#if defined(TKC_X86) && defined(__linux__)
+  if (s == NULL || tkc_reads_counter(s) || tkc_os_syscall_on()) return;
+  if (tkc_p_prctl_get_tsc() != TICKCLOCK_PRCTL_SIGSEGV) return;
+  tkc_os_use_syscall(1); /* every read from now on, whatever is published */
+  memcpy(&tkc_next, s, sizeof tkc_next);
+  (void)tkc_publish(&tkc_next, s, TKC_TRUST, 0, 1, NULL); /* its read_path says so */
+#else
+  (void)s;
+#endif
+}
+
+int tickclock_revalidate(void) {
+  int r = 0;
+  const tickclock_info *s;
+  if (tkc_first_state() == NULL) return TICKCLOCK_EBUSY;
+  if (!tkc_lock()) return TICKCLOCK_EBUSY;
+  s = TKC_LOAD_ACQUIRE(&tkc_g_state);
+  tkc_reserve_slots();
+  tkc_os_path_check_locked(s);
+#if defined(TKC_ARCH_COUNTER)
+  /* the checks now, and whatever refinement is due (the RDTSC check
+   * first: the current tick is read only once it passed) */
+  if (tkc_reads_counter(s) && tkc_bk.chk_on) {
+    if (!tkc_rdtsc_disabled_locked(s))
+      tkc_due_locked(tkc_map(s, tkc_read_counter_ordered()), 1, 1);
+    if (!tkc_reads_counter(TKC_LOAD_ACQUIRE(&tkc_g_state))) r = TICKCLOCK_SWITCHED;
+  }
+  tkc_reserve_slots();
+#endif
+  tkc_unlock();
+  return r;
+}
+
+void tickclock_revalidate_every(uint32_t ms) {
+  if (tkc_first_state() == NULL || !tkc_lock()) return;
+  tkc_bk.reval_ms = ms;
+  tkc_reserve_slots();
+  tkc_arm_deadline(TKC_LOAD_ACQUIRE(&tkc_g_state), tkc_bk.max_seen);
+  tkc_unlock();
+}
+
+/* From tickclock_to_ns/tickclock_delta_ns once their tick passed the
  * deadline: one thread does what is due, the others (and a re-entering
- * signal handler) carry on. */
+ * signal handler) carry on. Nothing here allocates, reads a file or
+ * waits. */
 void tkc_revalidate_due(uint64_t ticks) {
   if (!tkc_trylock()) return;
 #if defined(TKC_ARCH_COUNTER)
   if (tkc_bk.chk_on && ticks >= TKC_LOAD_ACQUIRE(&tkc_g_reval_deadline))
-    tkc_due_locked(ticks, 0);
+    tkc_due_locked(ticks, 0, 0);
 #else
   (void)ticks;
 #endif
   tkc_unlock();
 }
-

@@ -29,9 +29,8 @@ TKC_INTERNAL void tkc_reset_world(void);
  * bracket half-widths. A sample whose tightest bracket is wider than
  * MAX_BRACKET_NS (preempted every time) is inconclusive: retried at the
  * next check, never counted as a failure. */
-#define TICKCLOCK_REVALIDATE_DRIFT_PPM 50.0
-#define TICKCLOCK_REVALIDATE_DRIFT_ABS_NS 100000.0
-#define TICKCLOCK_REVALIDATE_MAX_BRACKET_NS 20000.0
+/* (TICKCLOCK_REVALIDATE_DRIFT_PPM, _DRIFT_ABS_NS, _MAX_BRACKET_NS and
+ * TICKCLOCK_CHECK_DEFAULT_MS are public: tickclock.h.) */
 
 /* The counter this ISA reads inline, 0 where there is none. */
 #if defined(TKC_ARCH_COUNTER)
@@ -45,6 +44,19 @@ TKC_INTERNAL void tkc_reset_world(void);
 /* A new frequency for the same raw counter takes effect this far after the
  * moment of publication (init.c, tkc_continue). */
 #define TKC_REPUBLISH_GUARD_NS UINT64_C(1000000)
+/* The smallest uncertainty a counter state states: a calibration's own
+ * bound goes below it only on baselines the refinement never takes (or
+ * across a suspend it would have discarded), and a stated frequency
+ * matches CLOCK_MONOTONIC_RAW only as well as the kernel's own
+ * conversion, which is not exact. */
+#define TKC_MIN_UNCERTAINTY_PPM 0.01
+/* Slots kept ready for the publications that fall due inside
+ * tickclock_to_ns/tickclock_delta_ns (refinements, a cross-check), which
+ * may not allocate: enough for a whole refinement schedule. Refilled by
+ * the calls that may allocate (tickclock_init, tickclock_revalidate,
+ * tickclock_revalidate_every); when they run out, the refinement waits
+ * for the next of those calls. */
+#define TKC_READY_SLOTS 6
 
 /* How far the old state's counter is trusted when a state replaces it. */
 #define TKC_TRUST 0    /* healthy (a re-initialisation): read it */
@@ -55,9 +67,11 @@ TKC_INTERNAL void tkc_reset_world(void);
  * (init.c defines it; lock held for every access). Samples are in the
  * source's ticks and CLOCK_MONOTONIC_RAW ns. */
 typedef struct tkc_book {
-  uint32_t reval_ms;             /* period of the periodic check, 0 off */
+  uint32_t reval_ms;             /* period of the rate check, 0 off */
   uint64_t reval_at;             /* unit tick of the next periodic check */
   int refine_on;                 /* a refinement is pending */
+  int refine_deferred;           /* it fell due where no slot was ready: the
+                                    next call that may allocate re-arms it */
   tickclock_calibration cal_first; /* the calibration refinements start from */
   uint64_t refine_at_ns;         /* raw clock of the next refinement */
   uint64_t refine_at;            /* ... in unit ticks */
@@ -74,6 +88,15 @@ typedef struct tkc_book {
 #define TKC_BOOK_LINKAGE
 extern tkc_book tkc_bk;
 #endif
+
+/* ---- states and slots (init.c; lock held) ---- */
+/* A slot for a new state: a ready one, else a static one, else (may_alloc)
+ * a new allocation; NULL past TICKCLOCK_MAX_STATES or when none may be
+ * had without allocating. */
+TKC_INTERNAL tickclock_info *tkc_take_slot(int may_alloc);
+/* Tops the ready slots up (may allocate) and re-arms a refinement that
+ * waited for one. */
+TKC_INTERNAL void tkc_reserve_slots(void);
 
 /* ---- the lock (lock.c) ---- */
 /* 1 taken; 0 when this thread already holds it (a re-entering signal
@@ -95,13 +118,18 @@ TKC_INTERNAL void tkc_store_deadline(void);
 /* The next periodic check a period after now_unit, then the deadline. */
 TKC_INTERNAL void tkc_arm_deadline(const tickclock_info *s, uint64_t now_unit);
 TKC_INTERNAL uint64_t tkc_read_counter_ordered(void);
-/* Publishes st as the continuation of old (trust: TKC_TRUST...). */
+/* Publishes st as the continuation of old (trust: TKC_TRUST...) in a slot
+ * (use_spare: the one reserved for leaving the counter; may_alloc: 0 inside
+ * the conversions). TICKCLOCK_ENOMEM / TICKCLOCK_ELIMIT when there is no
+ * slot: nothing changed. */
 TKC_INTERNAL int tkc_publish(const tickclock_info *st, const tickclock_info *old,
-                                           int trust, int use_spare, const tickclock_evidence *ev);
+                                           int trust, int use_spare, int may_alloc,
+                                           const tickclock_evidence *ev);
 #if defined(TKC_ARCH_COUNTER) /* (no counter: nothing is ever published unchecked) */
 /* The cross-check of a published frequency against the calibration c
  * measured since: decides again with c and publishes the result. */
-TKC_INTERNAL void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c);
+TKC_INTERNAL void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c,
+                                   int may_alloc);
 #endif
 /* The first state (initialising once), or NULL when this thread
  * re-entered the lock. */

@@ -37,21 +37,84 @@
  *    unit, so to_ns and delta_ns are continuous and to_ns(now()) never
  *    decreases. tickclock_info.read_path says how readings are taken.
  *  - A published state is never written again: the tickclock_info_get()
- *    pointer and its content stay valid for the life of the process.
+ *    pointer and its content stay valid for the life of the process. The
+ *    history is bounded: at most TICKCLOCK_MAX_STATES states are ever
+ *    published (about 5 KB each); past TICKCLOCK_COALESCE_AFTER of them a
+ *    re-initialisation that decides what the current state says keeps it,
+ *    and one that would need a new state past the limit returns
+ *    TICKCLOCK_ELIMIT (refinements then stop; a switch to the OS clock
+ *    always has its slot). Converting a tick taken under an old state
+ *    costs O(log n) steps through the history, not one per publication.
  *  - RDTSC disabled with prctl(PR_SET_TSC, PR_TSC_SIGSEGV) before first use
  *    (or seen by re-validation): nothing executes RDTSC or calls the vDSO;
  *    clock reads use the clock_gettime system call. The setting is per
- *    thread: a thread that disables RDTSC after the counter was chosen
- *    calls tickclock_revalidate() itself before its next read.
- *  - fork() at any moment leaves a child that works.
- *  - Async-signal-safe once initialised: tickclock_now, tickclock_now_ordered,
- *    tickclock_delta_ns, tickclock_info_get, and tickclock_to_ns while
- *    periodic re-validation is off. A signal handler that interrupts the
- *    first initialisation in its own thread never waits: its reads come
- *    straight from CLOCK_MONOTONIC (nanoseconds). tickclock_init and
- *    tickclock_revalidate are not async-signal-safe; called from a handler
- *    that interrupted the library in the same thread they return
- *    TICKCLOCK_EBUSY.
+ *    thread: a thread that disables RDTSC after first use calls
+ *    tickclock_revalidate() itself before its next read, whichever source
+ *    is in use (the OS clock's vDSO reads the TSC too).
+ *
+ * Through a process's life:
+ *  - Async-signal-safe once initialised: tickclock_now,
+ *    tickclock_now_ordered, tickclock_to_ns, tickclock_delta_ns,
+ *    tickclock_info_get. Nothing reachable from them allocates, does I/O,
+ *    calls libc's formatting or waits on a lock: the work that falls due in
+ *    to_ns/delta_ns (the rate check, a refinement, a cross-check) runs
+ *    under a try-lock that never waits (another thread doing it, or a
+ *    handler that interrupted it, carries on with the current state),
+ *    publishes into a slot reserved in advance (none left: it waits for
+ *    the next tickclock_init/tickclock_revalidate/tickclock_revalidate_every)
+ *    and formats its reasons with the library's own formatter. A signal
+ *    handler that interrupts the first initialisation in its own thread
+ *    never waits: its reads come straight from CLOCK_MONOTONIC
+ *    (nanoseconds) and tickclock_info_get() describes exactly that.
+ *    tickclock_init, tickclock_revalidate and tickclock_revalidate_every
+ *    are not async-signal-safe; called from a handler that interrupted the
+ *    library in the same thread, init and revalidate return TICKCLOCK_EBUSY.
+ *  - fork() at any moment leaves a child that works: the fork handlers
+ *    are registered when the program is loaded (or, loaded later, at first
+ *    use), and a child that finds the lock held by a thread its parent had
+ *    takes it over.
+ *  - Cancellation: deferred cancellation is disabled while the library
+ *    holds its lock (calibration sleeps, sysfs reads), so a cancelled
+ *    thread never leaves it held; it is acted on at the next cancellation
+ *    point after the call.
+ *  - Descriptors: the library keeps none open between calls (each file is
+ *    opened, read and closed, close-on-exec), so a program that closes
+ *    its descriptors and reuses the numbers is never read or moved.
+ *  - Suspend: ticks count what the source counts. CLOCK_MONOTONIC (the OS
+ *    clock) stops while the system is suspended; a counter may keep
+ *    counting (the x86 TSC in s2idle and in most virtual machines, the
+ *    AArch64 system counter) or stop (x86 S3 on bare metal may even reset
+ *    it, which re-validation then sees as a backward step and leaves).
+ *    So an interval spanning a suspend measures between the time awake
+ *    and that plus the time suspended. The library never measures a rate
+ *    across a suspend (a calibration or refinement sample whose ends see
+ *    different CLOCK_BOOTTIME - CLOCK_MONOTONIC is discarded and measuring
+ *    starts again), and the rate check accepts a counter that advanced by
+ *    either amount across one. No counter state states less than 0.01 ppm.
+ *  - Durations: tickclock_delta_ns converts with the best rate known when
+ *    it runs (what is due is done first, for the later of its two ticks);
+ *    two calls with the same ticks agree unless a refinement was published
+ *    between them, and then differ by at most the earlier state's stated
+ *    uncertainty over the interval (plus 1 ns); delta_ns(a, b) ==
+ *    -delta_ns(b, a) under one state.
+ *  - The rate check (on by default, every TICKCLOCK_CHECK_DEFAULT_MS): on
+ *    the slow paths only (tickclock_to_ns/tickclock_delta_ns with a tick
+ *    past its deadline; never tickclock_now), it compares the counter
+ *    with CLOCK_MONOTONIC_RAW since the last conclusive sample and since
+ *    publication, without I/O. A counter whose rate changed (a virtual
+ *    machine restored or migrated onto a host with another TSC rate and
+ *    no scaling) by more than TICKCLOCK_REVALIDATE_DRIFT_PPM plus the
+ *    stated uncertainty is left for the OS clock once its accumulated
+ *    error passes TICKCLOCK_REVALIDATE_DRIFT_ABS_NS: for a 1000 ppm change
+ *    within about 1.1 s of the change (the next check after 0.1 s), for a
+ *    100 ppm change within about 3 s. A counter that jumped is caught at
+ *    the next check. tickclock_revalidate() runs it at once, plus the
+ *    checks that need I/O (the kernel's clocksource).
+ *  - Limits, each stated where it applies: readings a faulty counter gave
+ *    before a check are not corrected; a reader that loaded the old source
+ *    just before a switch may produce one more counter reading; 32-bit
+ *    targets need lock-free 64-bit atomics (i686 and armv7 have them; the
+ *    build refuses the others).
  *
  * Vendoring: the amalgamated single header (bazel build //:single_header)
  * holds everything; `#define TICKCLOCK_IMPLEMENTATION` before including it
@@ -105,6 +168,26 @@ typedef enum tickclock_freq_method {
 #define TICKCLOCK_EUNAVAILABLE (-2) /* forced source unusable; auto choice kept */
 #define TICKCLOCK_EBUSY (-3)   /* re-entered from a signal handler; nothing changed */
 #define TICKCLOCK_ENOMEM (-4)  /* no memory for a new state; the current one is kept */
+#define TICKCLOCK_ELIMIT (-5)  /* TICKCLOCK_MAX_STATES reached; the current one is kept */
+
+/* The bounded history (see the contract at the top). */
+#define TICKCLOCK_MAX_STATES 2048
+#define TICKCLOCK_COALESCE_AFTER 1024
+
+/* The rate check (tickclock_revalidate, the periodic and default checks):
+ * counter time and CLOCK_MONOTONIC_RAW must agree, over the step since the
+ * previous conclusive sample and over the total since publication, within
+ * DRIFT_PPM plus the frequency's own uncertainty of the elapsed time, plus
+ * DRIFT_ABS_NS and the two samples' bracket half-widths. A sample whose
+ * tightest (counter, clock, counter) bracket is wider than MAX_BRACKET_NS
+ * (preempted every time) is inconclusive: retried at the next check, never
+ * counted as a failure. */
+#define TICKCLOCK_REVALIDATE_DRIFT_PPM 50.0
+#define TICKCLOCK_REVALIDATE_DRIFT_ABS_NS 100000.0
+#define TICKCLOCK_REVALIDATE_MAX_BRACKET_NS 20000.0
+/* The period of the rate check until tickclock_revalidate_every() sets
+ * another (0: off). */
+#define TICKCLOCK_CHECK_DEFAULT_MS 1000
 
 /* How tickclock_now() produces ticks under a state (tickclock_info.read_path). */
 #define TICKCLOCK_READ_OS 0             /* the OS clock (vDSO), mapped into the unit */
@@ -191,7 +274,8 @@ typedef struct tickclock_freq_candidate {
 } tickclock_freq_candidate;
 
 typedef struct tickclock_info {
-  /* hot: read by tickclock_to_ns/tickclock_delta_ns, one cache line.
+  /* hot: read by tickclock_to_ns/tickclock_delta_ns, the first 72 bytes
+   * (two cache lines at most).
    * to_ns(t) = base_ns + conv(t - base_ticks) (t below base_ticks: the
    * previous state's); with scaled == 0 ticks are nanoseconds (identity). */
   int source;               /* tickclock_source in use */
@@ -207,8 +291,10 @@ typedef struct tickclock_info {
   const char *freq_method_name;
   double uncertainty_ppm;   /* of the frequency; 0 when exact */
   uint64_t baseline_ns;     /* the calibration's baseline (CLOCK_MONOTONIC_RAW ns
-                               between its brackets); it grows x4 per refinement
-                               up to 1 s; 0 when nothing was measured */
+                               between its brackets); it grows x4 per refinement,
+                               which stops once it spans 1 s (the last one may
+                               be longer: it runs when a conversion finds it
+                               due); 0 when nothing was measured */
   int freq_pending_check;   /* 1: a published frequency (perf page, CPUID
                                0x15 with its crystal on bare metal, a
                                hypervisor leaf, CNTFRQ, the TOD) was used at
@@ -244,6 +330,12 @@ typedef struct tickclock_info {
   const struct tickclock_info *prev; /* the state this one replaced; ticks
                                below base_ticks convert with it, so what an
                                earlier tick means never changes */
+  /* Internal: a jump back through prev over the states whose generations
+   * lie between skip's (exclusive) and this one's (inclusive), the lowest
+   * base_ticks among them in skip_min_base: an old tick finds its state
+   * in O(log n) steps. */
+  const struct tickclock_info *skip;
+  uint64_t skip_min_base;
 } tickclock_info;
 
 TICKCLOCK_API const char *tickclock_source_name(int source);
@@ -255,51 +347,51 @@ TICKCLOCK_API int tickclock_source_from_name(const char *name);
  * the tick unit stays the process's (see the contract at the top), so
  * readings taken before and after compare. Returns TICKCLOCK_OK,
  * TICKCLOCK_EINVAL (bad config, nothing changed), TICKCLOCK_EUNAVAILABLE
- * (forced source unusable; automatic choice made), TICKCLOCK_EBUSY or
- * TICKCLOCK_ENOMEM (nothing changed). */
+ * (forced source unusable; automatic choice made), TICKCLOCK_EBUSY,
+ * TICKCLOCK_ENOMEM or TICKCLOCK_ELIMIT (nothing changed). Past
+ * TICKCLOCK_COALESCE_AFTER published states, a decision that agrees with
+ * the current state (same source, read path and frequency method, its
+ * rate within the two states' bounds plus 25 ppm) keeps it and returns
+ * TICKCLOCK_OK. Not async-signal-safe. */
 TICKCLOCK_API int tickclock_init(const tickclock_config *cfg);
 
-/* Run-time re-validation. While the arch counter is in use, checks that
+/* Run-time re-validation, now. Checks that
  *  - RDTSC was not disabled with prctl(PR_SET_TSC, PR_TSC_SIGSEGV) for the
  *    calling thread (the flag is per thread: other threads' settings are
  *    invisible here); if it was, nothing reads the counter or the vDSO
- *    again and the switch computes its continuity bound without them,
- *  - the kernel still uses the clocksource it used at initialisation
- *    (Linux: current_clocksource; e.g. the watchdog switched tsc -> hpet),
- *  - the counter agrees with CLOCK_MONOTONIC_RAW: each sample is the
- *    tightest (counter, clock, counter) bracket of several; a bracket wider
- *    than TICKCLOCK_REVALIDATE_MAX_BRACKET_NS (a preemption) makes the
- *    check inconclusive, never failed. The step since the previous
- *    conclusive sample and the total since initialisation must each agree
- *    within (TICKCLOCK_REVALIDATE_DRIFT_PPM + the frequency's uncertainty)
- *    of the elapsed time plus TICKCLOCK_REVALIDATE_DRIFT_ABS_NS and the
- *    bracket half-widths (catches a backward step, a suspend-sized jump,
- *    a wrong frequency, a migration to a CPU whose TSC is offset),
+ *    again: a counter state switches to the OS clock through the system
+ *    call (its continuity bound computed without them), and the OS clock
+ *    moves to the system call too,
+ *  - while the counter is in use: the kernel still uses the clocksource it
+ *    used at initialisation (Linux: current_clocksource; e.g. the watchdog
+ *    switched tsc -> hpet), and the rate check (see TICKCLOCK_REVALIDATE_*
+ *    above; catches a backward step, a jump, a wrong frequency, a
+ *    migration to a CPU whose TSC is offset),
  * and if any fails switches every thread to the OS clock, mapped into the
  * same tick unit, starting no lower than any reading handed out: when the
  * counter failed or may not be read, that bound is extrapolated from the
  * last conclusive sample at (DRIFT_PPM + uncertainty) plus DRIFT_ABS_NS, so
  * such a switch steps forward by up to that much (about 100 us), never
  * back.
- * Limits: a reader that loaded the old source just before the switch may
- * produce one more counter reading; readings a faulty counter gave before
- * the check are not corrected. Also runs what is due of the frequency's
- * refinement, and first the cross-check of a frequency published at first
- * use (freq_pending_check), so a wrong stated rate is replaced rather than
- * taken for the counter drifting. Returns 0 if the current source is kept
- * (or is not the counter), TICKCLOCK_SWITCHED if it switched to the OS
- * clock (a failed check, or a paravirtual clock's hypervisor frequency
- * refused by its cross-check), TICKCLOCK_EBUSY when re-entered from a
- * signal handler. Never called from tickclock_now(); costs a few
- * microseconds. */
+ * Also runs what is due of the frequency's refinement, and first the
+ * cross-check of a frequency published at first use (freq_pending_check),
+ * so a wrong stated rate is replaced rather than taken for the counter
+ * drifting, and tops up the slots the conversions publish into. Returns
+ * 0 if the current source is kept (or is not the counter),
+ * TICKCLOCK_SWITCHED if it switched to the OS clock (a failed check, or a
+ * paravirtual clock's hypervisor frequency refused by its cross-check),
+ * TICKCLOCK_EBUSY when re-entered from a signal handler. Never called from
+ * tickclock_now(); costs a few microseconds. Not async-signal-safe. */
 #define TICKCLOCK_SWITCHED 1
 TICKCLOCK_API int tickclock_revalidate(void);
-/* Opt-in periodic re-validation: at most every ms milliseconds, piggybacked
- * on tickclock_to_ns() (one relaxed load and compare of its argument with
- * a deadline in ticks); never on tickclock_now() or tickclock_info_get().
- * A check that passes does no allocation and no formatting (one prctl, one
- * read of an already open sysfs file, a few dozen clock reads). 0 turns it
- * off (the default). */
+/* The period of the rate check (TICKCLOCK_CHECK_DEFAULT_MS until this is
+ * called): at most every ms milliseconds, piggybacked on tickclock_to_ns()
+ * and tickclock_delta_ns() (one relaxed load and compare of a tick with a
+ * deadline, which they make anyway); never on tickclock_now() or
+ * tickclock_info_get(). A check does no allocation, no I/O and no libc
+ * formatting (one prctl on x86 Linux, a few dozen clock reads); the
+ * clocksource is compared only by tickclock_revalidate(). 0 turns it off.
+ * Not async-signal-safe. */
 TICKCLOCK_API void tickclock_revalidate_every(uint32_t ms);
 
 /* Provenance of the current choice; initialises on first use. Reads no

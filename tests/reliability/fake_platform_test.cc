@@ -119,7 +119,7 @@ TEST_CASE("a suspend-sized forward jump (1 hour) is caught and readings stay mon
   CHECK(tickclock_to_ns(tickclock_now()) >= jumped);
 }
 
-TEST_CASE("clocksource flip tsc -> hpet: explicit and periodic re-validation switch") {
+TEST_CASE("clocksource flip tsc -> hpet, a jump: explicit and periodic re-validation switch") {
   SUBCASE("explicit") {
     Installed f;
     const tickclock_info *i = f.init();
@@ -135,21 +135,40 @@ TEST_CASE("clocksource flip tsc -> hpet: explicit and periodic re-validation swi
     CHECK(tickclock_to_ns(tickclock_now()) >= before);
     CHECK(tickclock_revalidate() == 0);  // nothing left to check
   }
-  SUBCASE("periodic, piggybacked on tickclock_to_ns, never on tickclock_now") {
+  SUBCASE("periodic: the conversions read no file, the explicit call does") {
     Installed f;
     const tickclock_info *i = f.init();
     REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
     tickclock_revalidate_every(10);
     f.w.clocksource = "hpet";
+    f.w.now_ns += 15000000;  // 15 ms: the rate check is due
+    uint64_t t = tickclock_now();
+    uint64_t ns = tickclock_to_ns(t);  // runs it: the counter agrees, no file is read
+    CHECK(tkc_g_source == TICKCLOCK_SOURCE_TSC);
+    CHECK(tickclock_info_get()->source == TICKCLOCK_SOURCE_TSC);
+    CHECK(tickclock_revalidate() == TICKCLOCK_SWITCHED);  // compares the clocksource
+    INFO(tickclock_info_get()->why);
+    CHECK(has(tickclock_info_get()->why, "'hpet'"));
+    CHECK(tickclock_to_ns(tickclock_now()) >= ns);
+    tickclock_revalidate_every(0);
+  }
+  SUBCASE("periodic, piggybacked on tickclock_to_ns, never on tickclock_now") {
+    Installed f;
+    const tickclock_info *i = f.init();
+    REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+    tickclock_revalidate_every(10);
     f.w.now_ns += 5000000;  // 5 ms: not due
     uint64_t t = tickclock_now();
     CHECK(tickclock_to_ns(t) > 0);
     CHECK(tickclock_info_get()->source == TICKCLOCK_SOURCE_TSC);
-    f.w.now_ns += 10000000;  // 15 ms: due
+    f.w.offset += (int64_t)2500000000;  // the counter jumps by 1 s
+    f.w.now_ns += 10000000;             // 15 ms: due
     t = tickclock_now();
     CHECK(tkc_g_source == TICKCLOCK_SOURCE_TSC);  // tickclock_now checks nothing
-    uint64_t ns = tickclock_to_ns(t);                    // this call re-validates
+    uint64_t ns = tickclock_to_ns(t);              // this call re-validates
     CHECK(tkc_g_source == TICKCLOCK_SOURCE_SYSTEM);
+    INFO(tickclock_info_get()->why);
+    CHECK(has(tickclock_info_get()->why, "stepped"));
     CHECK(tickclock_to_ns(tickclock_now()) >= ns);
     tickclock_revalidate_every(0);
   }
