@@ -79,32 +79,49 @@ int tickclock_conv_init(tickclock_conv *c, uint64_t hz_num, uint64_t hz_den) {
   return TICKCLOCK_OK;
 }
 
-/* ticks*1e9/ns as a reduced rational (for calibration results); if the
- * exact numerator does not fit, both sides are shifted down, which costs
- * far less than the measurement's own uncertainty (< 1e-9 relative). */
+/* ticks*1e9/ns as a reduced rational (for calibration results; the
+ * contract is at its declaration in freq.h). With g = gcd(ticks, ns) and
+ * g2 = gcd(1e9, ns/g), (ticks/g * 1e9/g2) / (ns/g/g2) is already reduced:
+ * returned when it fits. Otherwise the value is X = n/b with n below 2^94,
+ * and num = round(n * 2^k / b) over den = 2^k for the largest k <= 34
+ * (2^34 * 1e9 < 2^64) that keeps num below 2^63: an error of at most half
+ * a unit of num, which is at least min(X * 2^34, 2^62). */
 void tkc_ratio_hz(uint64_t ticks, uint64_t ns, uint64_t *num, uint64_t *den) {
   const uint64_t giga = UINT64_C(1000000000);
-  uint64_t g, a, b, g2, scale, hi, lo;
+  const uint64_t max_den = UINT64_MAX / giga;
+  uint64_t g, a, b, g2, hi, lo, q, rem;
+  int k;
   if (ns == 0) {
     *num = 0;
     *den = 1;
     return;
   }
-  g = tkc_gcd(ticks, ns);
-  a = g ? ticks / g : 0;
-  b = g ? ns / g : ns;
+  g = tkc_gcd(ticks, ns); /* ns != 0, so g != 0 */
+  a = ticks / g;
+  b = ns / g;
   g2 = tkc_gcd(giga, b);
-  scale = giga / g2;
   b /= g2;
-  hi = tkc_mul64(a, scale, &lo);
-  while (hi != 0) { /* shift numerator and denominator together */
-    lo = (lo >> 1) | (hi << 63);
-    hi >>= 1;
-    b >>= 1;
+  hi = tkc_mul64(a, giga / g2, &lo); /* n = hi:lo < 2^94 */
+  if (hi == 0 && b <= max_den) {
+    *num = lo;
+    *den = b;
+    return;
   }
-  if (b == 0) b = 1;
-  *num = lo;
-  *den = b;
+  for (k = 34; k >= 0; k--) {
+    /* m = n * 2^k < 2^128; the quotient m / b is below 2^63 iff m >> 63 < b */
+    uint64_t m_hi = k ? (hi << k) | (lo >> (64 - k)) : hi;
+    uint64_t m_lo = lo << k;
+    if ((m_hi >> 63) == 0 && ((m_hi << 1) | (m_lo >> 63)) < b) {
+      q = tkc_div128(m_hi, m_lo, b, &rem);
+      if (rem >= b - rem) q++; /* to nearest; q < 2^63, no wrap */
+      *num = q;
+      *den = UINT64_C(1) << k;
+      tkc_reduce(num, den);
+      return;
+    }
+  }
+  *num = UINT64_MAX; /* X >= 2^63 Hz: saturate, far outside 1 Hz..1 THz */
+  *den = 1;
 }
 
 void tkc_reduce(uint64_t *num, uint64_t *den) {

@@ -26,6 +26,16 @@ typedef struct tickclock_freq {
 TKC_INTERNAL void tkc_reduce(uint64_t *num, uint64_t *den);
 /* Signed disagreement of a against b in ppm: (a/b - 1) * 1e6. */
 TKC_INTERNAL double tkc_ppm(uint64_t a_num, uint64_t a_den, uint64_t b_num, uint64_t b_den);
+/* ticks*1e9/ns (a calibration: counter ticks over ns of the reference
+ * clock) as a reduced rational num/den that tickclock_conv_init accepts
+ * whenever the frequency is within 1 Hz..1 THz: den*1e9 fits in 64 bits.
+ * The exact reduced fraction when it fits (num < 2^64, den <= 18446744073);
+ * otherwise the nearest fraction with a power-of-two denominator up to 2^34,
+ * whose relative error is at most 2^-35/f + 2^-63 for f in Hz, and so below
+ * TKC_RATIO_HZ_MAX_REL_ERR from 1 kHz to 1 THz, for every ticks and ns
+ * (up to 2^64 - 1): far below any calibration's own uncertainty. ns == 0
+ * gives 0/1; a frequency of 2^63 Hz or more saturates at (2^64 - 1)/1. */
+#define TKC_RATIO_HZ_MAX_REL_ERR 1e-13
 TKC_INTERNAL void tkc_ratio_hz(uint64_t ticks, uint64_t ns, uint64_t *num, uint64_t *den);
 
 #ifdef __cplusplus

@@ -145,6 +145,21 @@ TKC_INLINE uint64_t tkc_mul64(uint64_t a, uint64_t b, uint64_t *lo) {
  * branch under clang, so the matrix compiles it for an ARM64 Windows
  * target (clang-cl knows __dmb and the _Interlocked intrinsics). */
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(TKC_FORCE_MSVC_ATOMICS)
+/* The read path loads 64-bit values (the re-validation deadline) and
+ * init stores them. Where the compiler says 64-bit atomics are not always
+ * lock-free (i486, mips32, ppc32, riscv32, armv5: __GCC_ATOMIC_LLONG_LOCK_FREE
+ * below 2), __atomic_load_n on them becomes a libatomic call, which takes a
+ * lock (not async-signal-safe) and needs -latomic: refused. i686 (CMPXCHG8B,
+ * x87/SSE 64-bit moves) and armv7 (LDREXD/STREXD) have them lock-free.
+ * clang in MSVC mode states the same fact as __CLANG_ATOMIC_LLONG_LOCK_FREE. */
+#if defined(__GCC_ATOMIC_LLONG_LOCK_FREE)
+#define TKC_U64_LOCK_FREE __GCC_ATOMIC_LLONG_LOCK_FREE
+#elif defined(__CLANG_ATOMIC_LLONG_LOCK_FREE)
+#define TKC_U64_LOCK_FREE __CLANG_ATOMIC_LLONG_LOCK_FREE
+#endif
+#if defined(TKC_U64_LOCK_FREE) && TKC_U64_LOCK_FREE < 2
+#error "tickclock: this target has no lock-free 64-bit atomics (__GCC_ATOMIC_LLONG_LOCK_FREE < 2), so the clock's 64-bit loads would be libatomic calls (a lock: not async-signal-safe; needs -latomic). Supported 32-bit targets: i686 and armv7. Build for one of them (e.g. -march=i686 or later on x86, -march=armv7-a on ARM) or for a 64-bit target."
+#endif
 #define TKC_LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define TKC_LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define TKC_STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
@@ -201,7 +216,12 @@ static __inline void *tkc_ld_acq_ptr(void *const volatile *p) {
            default: tkc_ld_acq_ptr((void *const volatile *)(p)))
 #define TKC_STORE_RELEASE(p, v) (TKC_DMB_ISH(), *(p) = (v))
 #endif
-#else /* x86, x64: /volatile:ms orders volatile accesses */
+#else /* x64: /volatile:ms orders volatile accesses */
+#if !defined(_M_X64)
+/* 32-bit MSVC: a volatile 64-bit access (the re-validation deadline) is two
+ * 32-bit accesses there and tears; on ARM32 it is not ordered either. */
+#error "tickclock: 32-bit MSVC (_M_IX86, _M_ARM) is not supported: a 64-bit volatile load or store there is two 32-bit accesses and tears. Supported 32-bit targets: i686 and armv7, with gcc or clang (clang-cl on 32-bit Windows). Build with one of them, or for x64 or ARM64."
+#endif
 #define TKC_LOAD_ACQUIRE(p) (*(p))
 #define TKC_STORE_RELEASE(p, v) (*(p) = (v))
 #endif
