@@ -35,7 +35,7 @@
 TKC_SHARED int tkc_g_source = 0;
 const tickclock_info *TKC_SHARED tkc_g_state = NULL;
 /* Unit tick at which tickclock_to_ns runs the periodic re-validation. */
-TKC_SHARED uint64_t tkc_g_reval_deadline = UINT64_MAX;
+TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_reval_deadline = UINT64_MAX;
 #endif
 
 /* ---- states (all below: lock held) ------------------------------------ */

@@ -62,6 +62,15 @@
  * Define TICKCLOCK_API before the include to choose yourself.
  * TKC_INTERNAL marks the implementation's own cross-file functions:
  * static under TICKCLOCK_STATIC, ordinary otherwise. */
+/* 8-byte alignment for the 64-bit word the hot path loads atomically: the
+ * i386 ABI aligns uint64_t to 4 only, and a lock-free 8-byte load
+ * (cmpxchg8b, ldrexd) needs 8. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TKC_ALIGN8 __attribute__((aligned(8)))
+#else
+#define TKC_ALIGN8
+#endif
+
 #if defined(__GNUC__) || defined(__clang__)
 #define TKC_UNUSED __attribute__((unused))
 #else

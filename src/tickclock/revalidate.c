@@ -336,7 +336,14 @@ static void tkc_refine_locked(int may_alloc) {
 static void tkc_due_locked(uint64_t ticks, int check_now, int may_alloc) {
   const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
   if (s == NULL || !tkc_reads_counter(s) || !tkc_bk.chk_on) return;
-  if (!check_now && tkc_rdtsc_disabled_locked(s)) return;
+  if (!check_now) {
+    uint64_t now;
+    if (tkc_rdtsc_disabled_locked(s)) return;
+    /* a tick from the future (an interval converted as a tick, a caller's
+     * arbitrary value) makes nothing due before its time */
+    now = tkc_map(s, tkc_read_counter_ordered());
+    if (ticks > now) ticks = now;
+  }
   if (tkc_bk.refine_on && s->freq_pending_check && ticks >= tkc_bk.refine_at) {
     tkc_refine_locked(may_alloc);
     s = TKC_LOAD_ACQUIRE(&tkc_g_state);

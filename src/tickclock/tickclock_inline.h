@@ -23,13 +23,13 @@ TKC_API_VAR const tickclock_info *TKC_SHARED tkc_g_state;
 /* Tick at which tickclock_to_ns/tickclock_delta_ns do what is due
  * out of line (a periodic re-validation, a refinement of the frequency);
  * UINT64_MAX when nothing is. */
-TKC_API_VAR TKC_SHARED uint64_t tkc_g_reval_deadline;
+TKC_API_VAR TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_reval_deadline;
 #else
 /* TICKCLOCK_STATIC: this translation unit's own copy (init.c does not
  * define them then); the initial values are init.c's. */
 static TKC_UNUSED TKC_SHARED int tkc_g_source = 0;
 static TKC_UNUSED const tickclock_info *TKC_SHARED tkc_g_state = NULL;
-static TKC_UNUSED TKC_SHARED uint64_t tkc_g_reval_deadline = UINT64_MAX;
+static TKC_UNUSED TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_reval_deadline = UINT64_MAX;
 #endif
 TICKCLOCK_API void tkc_revalidate_due(uint64_t ticks);
 TICKCLOCK_API uint64_t tkc_now_slow(void);
@@ -168,9 +168,12 @@ TKC_INLINE uint64_t tkc_ns_in(const tickclock_info *s, uint64_t ticks) {
  * state's base: continuous across every publication. Identity while ticks
  * are nanoseconds. */
 TKC_INLINE uint64_t tickclock_to_ns(uint64_t ticks) {
-  const tickclock_info *s = tkc_state();
+  const tickclock_info *s;
+  /* what is due first (a refinement, the rate check), then the state:
+   * the conversion uses the best rate known when it runs */
   if (TKC_UNLIKELY(ticks >= TKC_LOAD_RELAXED(&tkc_g_reval_deadline)))
     tkc_revalidate_due(ticks);
+  s = tkc_state();
   return tkc_ns_in(s, ticks);
 }
 
@@ -178,12 +181,16 @@ TKC_INLINE uint64_t tickclock_to_ns(uint64_t ticks) {
  * exactly 2^63 ticks is positive when end > start as unsigned numbers, so
  * delta_ns(a, b) == -delta_ns(b, a) wherever neither saturates. */
 TKC_INLINE int64_t tickclock_delta_ns(uint64_t start, uint64_t end) {
-  const tickclock_info *s = tkc_state();
+  const tickclock_info *s;
   uint64_t d = end - start; /* two's complement difference */
   int neg = d > (UINT64_C(1) << 63) || (d == (UINT64_C(1) << 63) && end < start);
   uint64_t mag = neg ? UINT64_C(0) - d : d;
-  if (TKC_UNLIKELY(end >= TKC_LOAD_RELAXED(&tkc_g_reval_deadline)))
-    tkc_revalidate_due(end);
+  /* what is due for the later tick first, then the state: the best rate
+   * known converts, and (a, b) and (b, a) see the same one */
+  uint64_t later = end > start ? end : start;
+  if (TKC_UNLIKELY(later >= TKC_LOAD_RELAXED(&tkc_g_reval_deadline)))
+    tkc_revalidate_due(later);
+  s = tkc_state();
   if (s->scaled) mag = tickclock_conv_ticks_to_ns(&s->conv, mag);
   return tkc_signed_ns(mag, neg);
 }
