@@ -33,6 +33,29 @@ const tickclock_candidate *cand(const tickclock_info *i, int src) {
 }
 
 bool has(const char *s, const char *sub) { return strstr(s, sub) != nullptr; }
+
+// The forward step a switch away from a counter it distrusts (or may not
+// read) is allowed: its readings continue from the last conclusive sample,
+// extrapolated at (DRIFT_PPM + the judged state's uncertainty) plus
+// DRIFT_ABS_NS and the brackets' widths. `last` is to_ns(now()) read at
+// simulated time t_last, `after` the first reading after the switch at
+// t_after; t_sample is a simulated time no later than the last conclusive
+// sample (the extrapolation's rate term runs from there). So
+//   after - last <= (t_after - t_last) + (50 ppm + u) * dt + 100 us + brackets,
+// dt = t_after - t_sample: a switch lands a little ahead, never a
+// millisecond ahead and never behind.
+void check_switch_step(const FakeWorld &w, double u, uint64_t last, uint64_t t_last,
+                       uint64_t t_sample, uint64_t after, uint64_t t_after) {
+  double elapsed = (double)(t_after - t_last), dt = (double)(t_after - t_sample);
+  double brackets = 2.0 * (double)(2 * w.read_cost_ns + w.os_cost_ns) + 10;
+  double allow = elapsed + dt * (TICKCLOCK_REVALIDATE_DRIFT_PPM + u) * 1e-6 +
+                 TICKCLOCK_REVALIDATE_DRIFT_ABS_NS + brackets;
+  double step = (double)(int64_t)(after - last);
+  INFO("after - last = " << step << " ns, elapsed " << elapsed << " ns, allowed " << allow
+                         << " ns (dt " << dt << " ns, u " << u << " ppm)");
+  CHECK(after >= last);
+  CHECK(step <= allow);
+}
 }  // namespace
 
 TEST_CASE("baseline: the fake TSC is chosen and calibrated exactly enough") {
@@ -91,8 +114,10 @@ TEST_CASE("a backward jump is caught; no backward step across the switch") {
   const tickclock_info *i = f.init();
   REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
   f.w.now_ns += 20000000;
-  uint64_t last = tickclock_to_ns(tickclock_now());
+  double u = i->uncertainty_ppm;
+  uint64_t t_sample = f.w.now_ns;
   CHECK(tickclock_revalidate() == 0);  // records the highest counter seen
+  uint64_t last = tickclock_to_ns(tickclock_now()), t_last = f.w.now_ns;
   f.w.offset -= (int64_t)2500000000ll;  // 1 s back
   f.w.now_ns += 1000000;
   CHECK(tickclock_revalidate() == TICKCLOCK_SWITCHED);
@@ -101,7 +126,7 @@ TEST_CASE("a backward jump is caught; no backward step across the switch") {
   CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
   CHECK(has(i->why, "stepped"));
   uint64_t after = tickclock_to_ns(tickclock_now());
-  CHECK(after >= last);
+  check_switch_step(f.w, u, last, t_last, t_sample, after, f.w.now_ns);
   CHECK(tickclock_to_ns(tickclock_now()) >= after);  // and it keeps counting
 }
 
@@ -124,15 +149,20 @@ TEST_CASE("clocksource flip tsc -> hpet, a jump: explicit and periodic re-valida
     Installed f;
     const tickclock_info *i = f.init();
     REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+    double u = i->uncertainty_ppm;
+    f.w.now_ns += 30000000;
+    uint64_t t_sample = f.w.now_ns;
     CHECK(tickclock_revalidate() == 0);
-    uint64_t before = tickclock_to_ns(tickclock_now());
+    uint64_t before = tickclock_to_ns(tickclock_now()), t_before = f.w.now_ns;
+    f.w.now_ns += 5000000;
     f.w.clocksource = "hpet";
     CHECK(tickclock_revalidate() == TICKCLOCK_SWITCHED);
     i = tickclock_info_get();
     INFO(i->why);
     CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
     CHECK(has(i->why, "'hpet'"));
-    CHECK(tickclock_to_ns(tickclock_now()) >= before);
+    uint64_t after = tickclock_to_ns(tickclock_now());
+    check_switch_step(f.w, u, before, t_before, t_sample, after, f.w.now_ns);
     CHECK(tickclock_revalidate() == 0);  // nothing left to check
   }
   SUBCASE("periodic: the conversions read no file, the explicit call does") {
@@ -178,8 +208,13 @@ TEST_CASE("RDTSC disabled (PR_SET_TSC) after init: re-validation switches before
   Installed f;
   const tickclock_info *i = f.init();
   REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+  double u = i->uncertainty_ppm;
   f.w.now_ns += 20000000;
-  uint64_t last = tickclock_to_ns(tickclock_now());
+  uint64_t t_sample = f.w.now_ns;
+  REQUIRE(tickclock_revalidate() == 0);  // the last conclusive sample
+  f.w.now_ns += 7000000;
+  uint64_t last = tickclock_to_ns(tickclock_now()), t_last = f.w.now_ns;
+  f.w.now_ns += 3000000;
   f.w.prctl_mode = TICKCLOCK_PRCTL_SIGSEGV;
   CHECK(tickclock_revalidate() == TICKCLOCK_SWITCHED);
   i = tickclock_info_get();
@@ -189,8 +224,8 @@ TEST_CASE("RDTSC disabled (PR_SET_TSC) after init: re-validation switches before
   CHECK(f.w.counter_traps == 0);
   CHECK(f.w.vdso_traps == 0);
   uint64_t after = tickclock_to_ns(tickclock_now());
+  check_switch_step(f.w, u, last, t_last, t_sample, after, f.w.now_ns);
   (void)tickclock_now_ordered();
-  CHECK(after >= last);
   CHECK(f.w.counter_traps == 0);
   CHECK(f.w.vdso_traps == 0);
   CHECK(f.w.syscall_reads > 0);
@@ -254,12 +289,18 @@ TEST_CASE("a 1 s backward step after an hour and a 40 s jump after a day are cau
     Installed f;
     REQUIRE(f.init()->source == TICKCLOCK_SOURCE_TSC);
     f.w.now_ns += ages[k] - 1000000000;
+    double u = tickclock_info_get()->uncertainty_ppm;
+    uint64_t t_sample = f.w.now_ns;
     REQUIRE(tickclock_revalidate() == 0);
+    u = tickclock_info_get()->uncertainty_ppm > u ? tickclock_info_get()->uncertainty_ppm : u;
     f.w.now_ns += 1000000000;
-    uint64_t before = tickclock_to_ns(tickclock_now());
+    uint64_t before = tickclock_to_ns(tickclock_now()), t_before = f.w.now_ns;
     f.w.offset += steps[k];
     CHECK(tickclock_revalidate() == TICKCLOCK_SWITCHED);
-    CHECK(tickclock_to_ns(tickclock_now()) >= before);
+    uint64_t after = tickclock_to_ns(tickclock_now());
+    if (steps[k] < 0)  // a counter behind: the switch extrapolates from the last sample
+      check_switch_step(f.w, u, before, t_before, t_sample, after, f.w.now_ns);
+    CHECK(after >= before);
   }
 }
 
@@ -289,6 +330,63 @@ TEST_CASE("a preempted check (every bracket wide) is inconclusive, never a switc
   f.w.now_ns += 1000000000;
   CHECK(tickclock_revalidate() == 0);  // conclusive again, and healthy
   CHECK(tickclock_info_get()->source == TICKCLOCK_SOURCE_TSC);
+}
+
+// The bracket rule pinned: a bracket is (counter, clock, counter), so on the
+// fake its width is one clock read plus one counter read. At 19 us (under
+// TICKCLOCK_REVALIDATE_MAX_BRACKET_NS) the check is conclusive and catches a
+// 1 ms step; at 21 us it is inconclusive: the same step passes that check
+// unjudged and is caught by the next conclusive one, with the switch's
+// forward step bounded from the last conclusive sample.
+TEST_CASE("a preempted check: 19 us brackets are conclusive, 21 us are not; the step is caught next") {
+  REQUIRE(TICKCLOCK_REVALIDATE_MAX_BRACKET_NS == 20000.0);
+  for (int wide = 0; wide < 2; wide++) {
+    CAPTURE(wide);
+    Installed f;
+    const tickclock_info *i = f.init();
+    REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+    double u = i->uncertainty_ppm;
+    f.w.now_ns += 500000000;
+    uint64_t t_sample = f.w.now_ns;
+    REQUIRE(tickclock_revalidate() == 0);  // the last conclusive sample
+    uint64_t last = tickclock_to_ns(tickclock_now()), t_last = f.w.now_ns;
+    f.w.now_ns += 500000000;
+    // healthy, with brackets of the width under test: no switch either way
+    f.w.os_cost_ns = (wide ? 21000 : 19000) - f.w.read_cost_ns;
+    CHECK(tickclock_revalidate() == 0);
+    CHECK(tickclock_info_get()->source == TICKCLOCK_SOURCE_TSC);
+    f.w.os_cost_ns = 25;
+    if (!wide) {  // a conclusive check: the next sample is judged from it
+      t_sample = f.w.now_ns;
+      REQUIRE(tickclock_revalidate() == 0);
+      last = tickclock_to_ns(tickclock_now());
+      t_last = f.w.now_ns;
+    }
+    f.w.now_ns += 100000000;
+    f.w.offset -= 2500000;  // 1 ms back: ten times the bound
+    f.w.os_cost_ns = (wide ? 21000 : 19000) - f.w.read_cost_ns;
+    int r = tickclock_revalidate();
+    const tickclock_info *c = tickclock_info_get();
+    INFO(c->why);
+    if (wide) {
+      CHECK(r == 0);  // inconclusive: not judged, not a failure
+      CHECK(c->source == TICKCLOCK_SOURCE_TSC);
+      f.w.os_cost_ns = 25;
+      f.w.now_ns += 1000000;
+      r = tickclock_revalidate();  // conclusive: caught
+      c = tickclock_info_get();
+    }
+    CHECK(r == TICKCLOCK_SWITCHED);
+    CHECK(c->source == TICKCLOCK_SOURCE_SYSTEM);
+    CHECK(has(c->why, "stepped"));
+    f.w.os_cost_ns = 25;
+    uint64_t after = tickclock_to_ns(tickclock_now());
+    // brackets as wide as 21 us count in the bound (the wide sample's
+    // highest reading is kept as handed out)
+    f.w.os_cost_ns = 21000;
+    check_switch_step(f.w, u, last, t_last, t_sample, after, f.w.now_ns);
+    f.w.os_cost_ns = 25;
+  }
 }
 
 TEST_CASE("one tick unit: a re-calibration and two switches keep earlier ticks comparable") {

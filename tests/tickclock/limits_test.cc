@@ -207,8 +207,15 @@ TEST_CASE("re-validation: bound = elapsed * (50 ppm + uncertainty) + 100 us + ha
         CAPTURE(c.elapsed_ns);
         CAPTURE(sign);
         CAPTURE(outside);
+        // a fresh world each time: the previous case's counter, ahead or
+        // behind, must not leave its highest reading behind
+        reset_world();
+        tkc_set_platform(&kFake);
         const tickclock_info *s = init_then_freeze();
         CHECK(s->uncertainty_ppm == doctest::Approx(u).epsilon(1e-9));
+        // the fake counter's ns at the anchor (time frozen; tickclock_now()
+        // would read the real counter in this build)
+        uint64_t last = tkc_ns_in(s, rd());
         g.t += c.elapsed_ns;
         g.drift_ns = sign * (int64_t)(bound + (outside ? 500.0 : -500.0));
         int r = tickclock_revalidate();
@@ -219,6 +226,18 @@ TEST_CASE("re-validation: bound = elapsed * (50 ppm + uncertainty) + 100 us + ha
           CHECK(after->revalidated == 1);
           // the first check's step since the anchor is its total too
           CHECK(std::strstr(after->why, "stepped") != nullptr);
+          // the switch starts from the highest reading the checks saw:
+          // the counter's own where it ran ahead; where it fell behind, the
+          // anchor extrapolated over the elapsed time at (50 ppm + u) plus
+          // 100 us and the anchor bracket (2000 ns): no further forward step
+          uint64_t now_ns = after->base_ns;  // where the OS clock's readings start
+          double step = (double)(int64_t)(now_ns - last);
+          double allow = (double)c.elapsed_ns + (sign > 0 ? bound + 500.0 : bound - 100000.0 - 1000.0) +
+                         100000.0 + 2000.0 + 10.0;
+          CAPTURE(step);
+          CAPTURE(allow);
+          CHECK(now_ns >= last);
+          CHECK(step <= allow);
         } else {
           CHECK(r == 0);
           CHECK(after->source == TICKCLOCK_SOURCE_TSC);
