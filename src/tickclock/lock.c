@@ -152,16 +152,12 @@ static void tkc_fork_parent(void) {
 /* The child has one thread. What prepare took is released (which also
  * gives this thread its cancellation state back). Prepare took nothing
  * only when this thread already held the lock (a signal handler that
- * interrupted the library forks): the interrupted frame will release it,
- * so the word names this thread again under its new id, and the
- * handler's own calls in the child keep seeing a re-entry. */
+ * interrupted the library forks): the child's handler may leave the
+ * interrupted frame for good (siglongjmp), so the lock is freed for the
+ * child's own calls; a frame that does resume finishes after them. */
 static void tkc_fork_child(void) {
-  if (tkc_fork_took) {
-    tkc_unlock();
-  } else {
-    int me = tkc_self();
-    TKC_STORE_RELEASE(&tkc_lock_word, me ? me : 1);
-  }
+  if (tkc_fork_took) tkc_unlock();
+  else TKC_STORE_RELEASE(&tkc_lock_word, 0);
 }
 static TKC_SHARED int tkc_atfork_state = 0; /* 0, 1 registering, 2 done */
 #endif
