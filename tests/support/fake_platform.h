@@ -56,9 +56,30 @@ struct FakeWorld {
   int garbage_hv = 0;      // hypervisor leaves answer with garbage
   int garbage_past_max = 0;  // leaves past the maxima answer with garbage
 
+  // Suspend: CLOCK_BOOTTIME - CLOCK_MONOTONIC (suspended_ns) grows by the
+  // time suspended, CLOCK_MONOTONIC(_RAW) stands still; the counter keeps
+  // counting through it when counts_in_suspend (the TSC in s2idle and in
+  // most VMs) and stops with the clocks otherwise.
+  uint64_t suspended = 0;
+  int counts_in_suspend = 1;
+  void suspend(uint64_t ns) { suspended += ns; }
+  // A rate change (a VM restored onto a host with another TSC rate and no
+  // scaling): from rate_from_ns on (counter time) the counter runs at
+  // num2/den2 ticks per ns.
+  uint64_t rate_from_ns = UINT64_MAX;
+  uint64_t num2 = 5, den2 = 2;
+
+  static uint64_t scaled(uint64_t ns, uint64_t n, uint64_t d) {
+    uint64_t whole = ns / d, rem = ns % d;
+    return whole * n + rem * n / d;
+  }
   uint64_t ticks_at(uint64_t ns) const {
-    uint64_t whole = ns / den, rem = ns % den;
-    return base + whole * num + rem * num / den + (uint64_t)offset + (uint64_t)cpu_offset[cpu];
+    uint64_t t = ns + (counts_in_suspend ? suspended : 0), ticks;
+    if (t < rate_from_ns)
+      ticks = scaled(t, num, den);
+    else
+      ticks = scaled(rate_from_ns, num, den) + scaled(t - rate_from_ns, num2, den2);
+    return base + ticks + (uint64_t)offset + (uint64_t)cpu_offset[cpu];
   }
 };
 
@@ -196,6 +217,8 @@ inline uint64_t clock_ns_sys(void *ctx) {  // the system call: slower, never tra
 
 inline void sleep_ns(void *ctx, uint64_t ns) { W(ctx)->now_ns += ns; }
 
+inline uint64_t suspended_ns(void *ctx) { return W(ctx)->suspended; }
+
 inline const char *no_env(void *, const char *) { return nullptr; }
 
 // Everything faked: CPU, sysfs, prctl, perf, counter, clocks, env.
@@ -215,6 +238,7 @@ inline tickclock_platform full(FakeWorld *w) {
   p.os_ns_sys = clock_ns_sys;
   p.sleep_ns = sleep_ns;
   p.getenv = no_env;
+  p.suspended_ns = suspended_ns;
   return p;
 }
 
@@ -229,6 +253,7 @@ inline tickclock_platform facts_only(FakeWorld *w) {
   p.raw_ns_sys = nullptr;
   p.os_ns_sys = nullptr;
   p.sleep_ns = nullptr;
+  p.suspended_ns = nullptr;
   return p;
 }
 }  // namespace fake

@@ -1,0 +1,239 @@
+// Suspend, slow counters and the default rate check, on the deterministic
+// fake platform (the core compiled in with -DTICKCLOCK_TEST_FAKE_COUNTER):
+// every counter read, clock read and sleep advances one simulated time line,
+// and a suspend advances CLOCK_BOOTTIME - CLOCK_MONOTONIC while
+// CLOCK_MONOTONIC(_RAW) stands still (the counter counting through it, or
+// not).
+#include <string.h>
+
+#include <cmath>
+#include <string>
+
+#include "doctest/doctest.h"
+#include "tests/support/fake_platform.h"
+
+namespace {
+struct World {
+  FakeWorld w;
+  tickclock_platform p;
+  World() { p = fake::full(&w); }
+  // The first use, with the default rate check (a fresh world has it).
+  const tickclock_info *start() {
+    tkc_set_platform(&p);
+    (void)tickclock_now();
+    return tickclock_info_get();
+  }
+  // tickclock_to_ns(tickclock_now()) every step_ns of simulated time for
+  // span_ns; 1 if it never decreased.
+  int run(uint64_t span_ns, uint64_t step_ns = 1000000) {
+    uint64_t last = 0;
+    int ok = 1;
+    for (uint64_t t = 0; t < span_ns; t += step_ns) {
+      w.now_ns += step_ns;
+      uint64_t ns = tickclock_to_ns(tickclock_now());
+      if (ns < last) ok = 0;
+      last = ns;
+    }
+    return ok;
+  }
+  ~World() { tkc_set_platform(NULL); }
+};
+
+double ppm_off(const tickclock_info *i, double true_hz) { return (i->hz / true_hz - 1) * 1e6; }
+
+void publish_perf_page(FakeWorld &w) {
+  // ns = cyc * mult >> 31: 2^31 / 858993459 ns per tick = 2.5 GHz - 0.6 Hz
+  w.perf_mult = 858993459;
+  w.perf_shift = 31;
+}
+
+// The interval of one second of counter time, converted now.
+int64_t one_second(const FakeWorld &w) {
+  uint64_t t0 = tickclock_now();
+  return tickclock_delta_ns(t0, t0 + w.ticks_at(UINT64_C(2000000000)) - w.ticks_at(UINT64_C(1000000000)));
+}
+}  // namespace
+
+TEST_CASE("a published frequency whose cross-check spans a suspend is kept, not replaced by the suspend") {
+  for (int counts = 1; counts >= 0; counts--) {
+    CAPTURE(counts);
+    World f;
+    f.w.counts_in_suspend = counts;
+    publish_perf_page(f.w);
+    const tickclock_info *i = f.start();
+    REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+    REQUIRE(i->freq_pending_check == 1);
+    f.w.now_ns += 300000;                   // 0.3 ms awake
+    f.w.suspend(UINT64_C(20000000000));     // 20 s suspended
+    CHECK(f.run(UINT64_C(2000000000)));     // 2 s awake, converting every ms
+    i = tickclock_info_get();
+    INFO(i->why);
+    CHECK(i->source == TICKCLOCK_SOURCE_TSC);
+    CHECK(i->freq_pending_check == 0);
+    CHECK(std::fabs(ppm_off(i, 2.5e9)) < 1.0);
+    CHECK(i->uncertainty_ppm >= 0.01);  // never 0.000
+    CHECK(std::llabs(one_second(f.w) - 1000000000) < 1000);  // 1 ppm
+  }
+}
+
+TEST_CASE("a calibrated rate whose refinement spans a suspend goes on refining from a fresh bracket") {
+  for (int counts = 1; counts >= 0; counts--) {
+    CAPTURE(counts);
+    World f;
+    f.w.counts_in_suspend = counts;
+    const tickclock_info *i = f.start();
+    REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+    REQUIRE(i->freq_method == TICKCLOCK_FREQ_CALIBRATED);
+    double quick = i->uncertainty_ppm;
+    f.w.now_ns += 2000000;                // 2 ms: before the 4 ms refinement
+    f.w.suspend(UINT64_C(20000000000));   // 20 s suspended
+    CHECK(f.run(UINT64_C(3000000000)));   // 3 s awake
+    i = tickclock_info_get();
+    INFO(i->why);
+    CHECK(i->source == TICKCLOCK_SOURCE_TSC);
+    CHECK(i->uncertainty_ppm < quick / 10);
+    CHECK(i->uncertainty_ppm < 1.0);
+    CHECK(i->uncertainty_ppm >= 0.01);
+    CHECK(i->baseline_ns >= UINT64_C(1000000000));
+    CHECK(i->baseline_ns < UINT64_C(3000000000));  // measured awake, after the resume
+    CHECK(std::fabs(ppm_off(i, 2.5e9)) < 1.0);
+    CHECK(strstr(i->why, "; refined to") != nullptr);  // the reason says how far
+    CHECK(std::llabs(one_second(f.w) - 1000000000) < 1000);
+  }
+}
+
+TEST_CASE("the rate check across a suspend keeps a counter that counted it, or did not") {
+  for (int counts = 1; counts >= 0; counts--) {
+    CAPTURE(counts);
+    World f;
+    f.w.counts_in_suspend = counts;
+    const tickclock_info *i = f.start();
+    REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+    CHECK(f.run(UINT64_C(2000000000), 10000000));  // refined, checked every second
+    unsigned gen = tickclock_info_get()->generation;
+    f.w.suspend(UINT64_C(20000000000));
+    CHECK(f.run(UINT64_C(3000000000), 10000000));  // three default checks
+    i = tickclock_info_get();
+    INFO(i->why);
+    CHECK(i->source == TICKCLOCK_SOURCE_TSC);
+    CHECK(i->generation == gen);
+    CHECK(tickclock_revalidate() == 0);
+  }
+}
+
+TEST_CASE("a counter that jumped across a suspend by neither the awake nor the whole time is left") {
+  World f;
+  const tickclock_info *i = f.start();
+  REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+  CHECK(f.run(UINT64_C(2000000000), 10000000));
+  f.w.suspend(UINT64_C(20000000000));
+  f.w.offset += (int64_t)UINT64_C(12500000000);  // 5 s more than it counted
+  CHECK(f.run(UINT64_C(1500000000), 10000000));  // never backward, whatever happens
+  i = tickclock_info_get();
+  INFO(i->why);
+  CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
+  CHECK(strstr(i->why, "stepped") != nullptr);
+}
+
+namespace {
+// Seconds from a rate change of ppm to the default check leaving the
+// counter (-1: not within limit_s). The change comes after refinement.
+double detect_s(double ppm, double limit_s) {
+  World f;
+  const tickclock_info *i = f.start();
+  REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+  CHECK(f.run(UINT64_C(2000000000), 10000000));
+  // 2.5 GHz * (1 + ppm): num2/den2 ticks per ns
+  f.w.den2 = 1000000000;
+  f.w.num2 = (uint64_t)std::llround(2.5e9 * (1 + ppm * 1e-6));
+  f.w.rate_from_ns = f.w.now_ns + f.w.suspended;
+  uint64_t from = f.w.now_ns;
+  uint64_t last = 0;
+  while (f.w.now_ns - from < (uint64_t)(limit_s * 1e9)) {
+    f.w.now_ns += 10000000;
+    uint64_t ns = tickclock_to_ns(tickclock_now());
+    CHECK(ns >= last);
+    last = ns;
+    if (tickclock_info_get()->source != TICKCLOCK_SOURCE_TSC) {
+      INFO(tickclock_info_get()->why);
+      CHECK(tickclock_info_get()->revalidated == 1);
+      return (double)(f.w.now_ns - from) / 1e9;
+    }
+  }
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("the default rate check leaves a counter whose rate changed: how fast") {
+  double s1000 = detect_s(1000, 5), s100 = detect_s(100, 10), sneg = detect_s(-1000, 5);
+  double s20 = detect_s(20, 20);
+  MESSAGE("rate change +1000 ppm left after " << s1000 << " s, -1000 ppm after " << sneg
+                                               << " s, +100 ppm after " << s100
+                                               << " s, +20 ppm: " << s20);
+  // the header's figures: about 1.2 s for 1000 ppm, about 4 s for 100 ppm
+  CHECK(s1000 > 0);
+  CHECK(s1000 <= 1.2);
+  CHECK(sneg > 0);
+  CHECK(sneg <= 1.2);
+  CHECK(s100 > 0);
+  CHECK(s100 <= 4.0);
+  CHECK(s20 < 0);  // within the check's 50 ppm: never flagged
+}
+
+TEST_CASE("the default rate check is off with tickclock_revalidate_every(0)") {
+  World f;
+  const tickclock_info *i = f.start();
+  REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+  tickclock_revalidate_every(0);
+  CHECK(f.run(UINT64_C(2000000000), 10000000));
+  f.w.offset += (int64_t)UINT64_C(2500000000);  // a 1 s jump
+  CHECK(f.run(UINT64_C(3000000000), 10000000));
+  CHECK(tickclock_info_get()->source == TICKCLOCK_SOURCE_TSC);
+  CHECK(tickclock_revalidate() == TICKCLOCK_SWITCHED);  // the explicit call still checks
+}
+
+TEST_CASE("slow and fast counters refine to the end: 19.2 MHz to 3 GHz") {
+  struct Rate {
+    uint64_t num, den;
+    double hz;
+  } rates[] = {{24, 1250, 19.2e6}, {24, 1000, 24e6},  {25, 1000, 25e6},
+               {125, 2000, 62.5e6}, {1, 1, 1e9},      {3, 1, 3e9}};
+  for (const Rate &r : rates) {
+    CAPTURE(r.hz);
+    World f;
+    f.w.num = r.num;
+    f.w.den = r.den;
+    const tickclock_info *i = f.start();
+    REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+    double quick = i->uncertainty_ppm;
+    CHECK(f.run(UINT64_C(4000000000), 10000000));  // the last step's baseline passes 1 s
+    i = tickclock_info_get();
+    INFO(i->why);
+    MESSAGE((r.hz / 1e6) << " MHz: quick +-" << quick << " ppm, refined to " << i->hz << " Hz +-"
+                       << i->uncertainty_ppm << " ppm over " << (i->baseline_ns / 1e9)
+                       << " s, off by " << ppm_off(i, r.hz) << " ppm");
+    CHECK(i->source == TICKCLOCK_SOURCE_TSC);
+    CHECK(i->baseline_ns >= UINT64_C(1000000000));
+    CHECK(i->uncertainty_ppm < 1.0);
+    CHECK(std::fabs(ppm_off(i, r.hz)) <= i->uncertainty_ppm);
+    CHECK(i->uncertainty_ppm >= 0.01);
+  }
+}
+
+TEST_CASE("a stated 24 MHz is cross-checked and kept on every baseline up to 1 s") {
+  World f;
+  f.w.num = 24;
+  f.w.den = 1000;
+  f.w.hypervisor = 1;
+  f.w.hv_tsc_khz = 24000;
+  const tickclock_info *i = f.start();
+  REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+  REQUIRE(i->freq_pending_check == 1);
+  CHECK(f.run(UINT64_C(2000000000), 10000000));
+  i = tickclock_info_get();
+  INFO(i->why);
+  CHECK(i->source == TICKCLOCK_SOURCE_TSC);
+  CHECK(i->freq_method == TICKCLOCK_FREQ_HYPERVISOR);
+  CHECK(i->freq_pending_check == 0);
+  CHECK(i->hz == 24e6);
+}
