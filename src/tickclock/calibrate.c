@@ -47,8 +47,9 @@ tkc_bracket tkc_tightest_bracket(uint64_t (*rd)(void)) {
  * last 300 us. */
 static void tkc_wait_until(uint64_t target) {
   uint64_t now = tkc_p_raw_ns();
+  if (now == 0) return; /* the clock cannot be read: nothing to wait on */
   if (target > now + UINT64_C(300000)) tkc_p_sleep_ns(target - now - UINT64_C(300000));
-  while (tkc_p_raw_ns() < target) {
+  while ((now = tkc_p_raw_ns()) < target && now != 0) {
   }
 }
 
@@ -62,6 +63,7 @@ static int tkc_cal_from(tkc_bracket a, tkc_bracket b,
   out->start_mid = a.mid;
   out->start_ns = a.ns;
   out->start_susp = a.susp;
+  out->no_clock = 0;
   out->ticks = b.mid - a.mid;
   out->ns = b.ns - a.ns;
   /* CLOCK_MONOTONIC_RAW stopped for the suspend, the counter may not have */
@@ -96,6 +98,11 @@ int tkc_calibrate(uint64_t (*rd)(void), uint32_t ms, tickclock_calibration *out)
    * start again from a fresh bracket, a few times at most */
   for (attempt = 0; attempt < 4; attempt++) {
     a = tkc_tightest_bracket(rd);
+    if (a.width == UINT64_MAX && a.ns == 0) { /* no clock to calibrate against */
+      (void)tkc_cal_from(a, a, out);
+      out->no_clock = 1;
+      return 0;
+    }
     for (span = ms;; span *= 4) {
       tkc_wait_until(a.ns + (uint64_t)span * UINT64_C(1000000));
       b = tkc_tightest_bracket(rd);

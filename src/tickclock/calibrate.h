@@ -23,6 +23,7 @@ typedef struct tickclock_calibration {
                               (UINT64_MAX unknown) */
   int suspended;           /* failed because the system was suspended between
                               the two brackets: not a measurement at all */
+  int no_clock;            /* failed because CLOCK_MONOTONIC_RAW could not be read */
 } tickclock_calibration;
 
 /* The calibration's own bound an automatic choice accepts for the counter;

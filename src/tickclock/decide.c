@@ -128,6 +128,9 @@ static void tkc_step_choose(const tickclock_evidence *ev, tickclock_info *out,
 /* 4b. why the chosen counter cannot be used after all, or NULL. */
 static const char *tkc_frequency_failure(const tickclock_evidence *ev, tickclock_info *out,
                                                 tkc_choice *d, char *buf, size_t n) {
+  if (!ev->cal.ok && ev->cal.no_clock)
+    return "calibration impossible: CLOCK_MONOTONIC_RAW could not be read (clock_gettime "
+           "failed: a sandbox or seccomp filter denies it?)";
   if (!ev->cal.ok)
     return "calibration against CLOCK_MONOTONIC_RAW failed (the counter did not advance "
            "with the clock)";

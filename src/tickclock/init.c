@@ -85,7 +85,7 @@ tickclock_info *tkc_take_slot(int may_alloc) {
 
 /* Every field given: the two "never" deadlines are not zero. */
 TKC_BOOK_LINKAGE tkc_book tkc_bk = {
-    TICKCLOCK_CHECK_DEFAULT_MS, UINT64_MAX, 0, 0, {0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0, 0, 0},
+    TICKCLOCK_CHECK_DEFAULT_MS, UINT64_MAX, 0, 0, {0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0, 0, 0, 0},
     0, UINT64_MAX, 0, {0, 0, 0, 0}, {0, 0, 0, 0}, 0, 0, {0}};
 
 void tkc_reserve_slots(void) {
@@ -458,13 +458,10 @@ void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c, in
 }
 #endif
 
-static void tkc_fill_reentry_state(void);
-
 /* The first state, or NULL when this thread re-entered the lock. */
 const tickclock_info *tkc_first_state(void) {
   const tickclock_info *s;
   tkc_ensure_atfork();
-  tkc_fill_reentry_state();
   if (!tkc_lock()) return NULL;
   s = TKC_LOAD_ACQUIRE(&tkc_g_state);
   if (s == NULL) {
@@ -513,37 +510,29 @@ void tkc_reset_world(void) {
 
 /* Handed to a signal handler that interrupted the first initialisation in
  * its own thread: ticks are nanoseconds of CLOCK_MONOTONIC (scaled == 0),
- * and it says so. Filled by the thread that takes the lock for the first
- * initialisation, before it takes it (so before any handler of that
- * thread can be handed it); every thread writes the same values. */
-static tickclock_info tkc_reentry_state;
-static TKC_SHARED int tkc_reentry_ready = 0;
-
-static void tkc_fill_reentry_state(void) {
-  tickclock_info *r = &tkc_reentry_state;
-  if (TKC_LOAD_ACQUIRE(&tkc_reentry_ready) == 1) return;
-  if (!TKC_CAS_INT((int *)&tkc_reentry_ready, 0, 2)) { /* another thread fills it: a moment */
-    while (TKC_LOAD_ACQUIRE(&tkc_reentry_ready) != 1) {
-    }
-    return;
-  }
-  r->source = r->unit_source = TICKCLOCK_SOURCE_SYSTEM;
-  r->source_name = tickclock_source_name(TICKCLOCK_SOURCE_SYSTEM);
-  r->hz_num = UINT64_C(1000000000);
-  r->hz_den = 1;
-  r->hz = 1e9;
-  r->freq_method = TICKCLOCK_FREQ_IDENTITY;
-  r->freq_method_name = tickclock_freq_method_name(TICKCLOCK_FREQ_IDENTITY);
-  r->freq_detail = "identity";
-  r->resolution_ns = 1.0;
-  r->read_path = TICKCLOCK_READ_OS;
-  r->src_is_unit = 1;
-  tkc_strlcpy(r->why,
-              "system: a signal handler interrupted this thread's first initialisation; "
-              "its readings are CLOCK_MONOTONIC read directly (nanoseconds)",
-              sizeof r->why);
-  TKC_STORE_RELEASE(&tkc_reentry_ready, 1);
-}
+ * and it says so. Constant, so no thread ever writes it (a fork can copy
+ * no half-written one). */
+static const tickclock_info tkc_reentry_state = {
+    TICKCLOCK_SOURCE_SYSTEM,                        /* source */
+    0,                                              /* scaled: ticks are ns */
+    {UINT64_C(1000000000), 1, 1, 0, 1, 0},          /* conv: 1 GHz */
+    0, 0,                                           /* base_ticks, base_ns */
+    "system",                                       /* source_name */
+    UINT64_C(1000000000), 1, 1e9,                   /* hz_num, hz_den, hz */
+    TICKCLOCK_FREQ_IDENTITY, "identity",            /* freq_method, its name */
+    0.0, 0, 0, 1.0,                                 /* uncertainty, baseline, pending, resolution */
+    0, 0,                                           /* forced, request_refused */
+    "system: a signal handler interrupted this thread's first initialisation; its readings "
+    "are CLOCK_MONOTONIC read directly (nanoseconds)", /* why */
+    "",                                             /* env_error */
+    0, {{0, NULL, 0, 0, 0.0, ""}},                  /* candidates */
+    "identity",                                     /* freq_detail */
+    0, {{NULL, 0, 0, 0, 0, 0.0, 0.0, 0, 0.0, 0.0, 0, 0, ""}}, /* freqs */
+    {{0}}, 0.0, 0,                                  /* disagreements, revalidated */
+    TICKCLOCK_SOURCE_SYSTEM, TICKCLOCK_READ_OS, 1, 0, /* unit_source, read_path, src_is_unit, src_base */
+    {UINT64_C(1000000000), 1, 1, 0, 1, 0},          /* src_conv */
+    0, NULL, NULL, 0                                /* generation, prev, skip, skip_min_base */
+};
 
 const tickclock_info *tkc_state_slow(void) {
   const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);

@@ -1,0 +1,365 @@
+// The events of a real process's life, on the real host, each in a fork()ed
+// child with a deadline (a hang is a failure): fork racing two threads'
+// first use, a thread cancelled inside tickclock_init, a program that
+// closes its descriptors and reuses the numbers, the first interval's
+// accuracy and delta_ns's repeatability, a clock the sandbox denies,
+// PR_SET_TSC with the OS clock chosen, tickclock_info_get() from a handler
+// during the first initialisation, and the descriptors the library keeps.
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+
+#include "doctest/doctest.h"
+#include "internal.h"
+#include "tests/support/child.h"
+#include "tests/support/host_facts.h"
+#include "tests/support/skip.h"
+
+using tctest::in_child;
+using tctest::sleep_ms;
+
+namespace {
+uint64_t raw_ns() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void check_clean(int st) {
+  if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+    MESSAGE("skipped (the child said why)");
+    return;
+  }
+  INFO("hung: " << (st == -1) << ", exited " << (st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1)
+                << ", signal " << (st != -1 && WIFSIGNALED(st) ? WTERMSIG(st) : 0));
+  CHECK(st != -1);
+  CHECK(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+}
+
+// Where the host's facts say the TSC must be chosen: "" (the cases that
+// need the counter in use run), else why not (they skip, saying so).
+std::string counter_missing() {
+  static std::string m = tctest::host_facts().tsc_required_missing();
+  return m;
+}
+
+// The child's status after at most limit_ms (-1: still running, killed).
+int wait_for(pid_t pid, int limit_ms) {
+  int st = 0;
+  for (int waited = 0; waited < limit_ms; waited++) {
+    if (waitpid(pid, &st, WNOHANG) == pid) return st;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, nullptr);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  return -1;
+}
+
+void *first_use(void *) {
+  (void)tickclock_now();
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("fork() racing two threads' first use: every child works (rounds from TICKCLOCK_TEST_FORK_ROUNDS, 2000)") {
+#if defined(TCTEST_TSAN)
+  tctest::skip("fork racing first use: ThreadSanitizer reports the parent's threads as leaked in each of thousands of children");
+  return;
+#endif
+  const char *env = getenv("TICKCLOCK_TEST_FORK_ROUNDS");
+  int rounds = env ? atoi(env) : 2000, hung = 0, failed = 0;
+  for (int r = 0; r < rounds; r++) {
+    fflush(nullptr);
+    pid_t p = fork();
+    REQUIRE(p >= 0);
+    if (p == 0) {  // a process that never touched the library
+      pthread_t th[2];
+      for (auto &t : th) pthread_create(&t, nullptr, first_use, nullptr);
+      pid_t g = fork();  // while they make their first reads
+      if (g == 0) {
+        alarm(5);  // a hang ends as SIGALRM
+        uint64_t a = tickclock_now();
+        if (tickclock_init(NULL) != TICKCLOCK_OK) _exit(4);
+        if (tickclock_revalidate() < 0) _exit(5);
+        if (tickclock_delta_ns(a, tickclock_now()) < 0) _exit(6);
+        _exit(0);
+      }
+      int st = 0;
+      waitpid(g, &st, 0);
+      for (auto &t : th) pthread_join(t, nullptr);
+      _exit(WIFSIGNALED(st) ? 3 : WIFEXITED(st) ? WEXITSTATUS(st) : 7);
+    }
+    int st = wait_for(p, 10000);
+    if (st == -1 || (WIFEXITED(st) && WEXITSTATUS(st) == 3))
+      hung++;
+    else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+      failed++;
+  }
+  MESSAGE(rounds << " forks racing first use: " << hung << " hung children, " << failed
+                 << " failed");
+  CHECK(hung == 0);
+  CHECK(failed == 0);
+}
+
+namespace {
+std::atomic<int> g_init_returned(0), g_init_rc(99);
+void *cancelled_init(void *) {
+  tickclock_config cfg = {TICKCLOCK_SOURCE_TSC, 200, 0};  // 200 ms asleep under the lock
+  g_init_rc = tickclock_init(&cfg);
+  g_init_returned = 1;
+  pthread_testcancel();  // the cancellation lands here, the lock released
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("a thread cancelled inside tickclock_init leaves the lock free") {
+  check_clean(in_child([] {
+    pthread_t t;
+    EXPECT(pthread_create(&t, nullptr, cancelled_init, nullptr) == 0);
+    sleep_ms(20);  // inside the 200 ms calibration's nanosleep
+    EXPECT(pthread_cancel(t) == 0);
+    void *ret = nullptr;
+    EXPECT(pthread_join(t, &ret) == 0);
+    EXPECT(ret == PTHREAD_CANCELED);
+    EXPECT(g_init_returned.load() == 1);  // cancelled after the call, not inside it
+    EXPECT(g_init_rc.load() == TICKCLOCK_OK);
+    // every later use works (a leaked lock hangs here: the child's deadline)
+    EXPECT(tickclock_init(NULL) == TICKCLOCK_OK);
+    uint64_t a = tickclock_now();
+    EXPECT(tickclock_revalidate() >= 0);
+    EXPECT(tickclock_delta_ns(a, tickclock_now()) >= 0);
+    // and the thread's cancellation state is back as it was
+    int old = -1;
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+    EXPECT(old == PTHREAD_CANCEL_ENABLE);
+  }, 20));
+}
+
+namespace {
+int count_fds() {
+  int n = 0;
+  DIR *d = opendir("/proc/self/fd");
+  if (d == nullptr) return -1;
+  while (struct dirent *e = readdir(d))
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n - 1;  // the directory's own
+}
+}  // namespace
+
+TEST_CASE("the library keeps no descriptor: a program that closes its own and reuses the numbers is never touched") {
+  check_clean(in_child([] {
+    int before = count_fds();
+    EXPECT(before > 0);
+    EXPECT(tickclock_init(NULL) == TICKCLOCK_OK);
+    (void)tickclock_revalidate();
+    (void)tickclock_to_ns(tickclock_now());
+    EXPECT(count_fds() == before);  // nothing left open
+    const tickclock_info *i = tickclock_info_get();
+    // the program daemonises: every descriptor from 3 on closed
+    for (int fd = 3; fd < 1024; fd++) close(fd);
+    char path[] = "/tmp/tickclock-life-XXXXXX";
+    int w = mkstemp(path);
+    EXPECT(w >= 0);
+    const char records[] = "RECORD-0001\nRECORD-0002\nRECORD-0003\n";
+    EXPECT(write(w, records, sizeof records - 1) == (ssize_t)(sizeof records - 1));
+    close(w);
+    int fd = open(path, O_RDONLY);
+    unlink(path);
+    EXPECT(fd == 3);  // the number a kept descriptor would have had
+    char rec[13] = {0};
+    EXPECT(read(fd, rec, 12) == 12);
+    EXPECT(tickclock_revalidate() == 0);  // no switch
+    EXPECT(lseek(fd, 0, SEEK_CUR) == 12);  // the program's offset untouched
+    EXPECT(read(fd, rec, 12) == 12);
+    EXPECT(memcmp(rec, "RECORD-0002\n", 12) == 0);
+    EXPECT(tickclock_info_get()->source == i->source);
+    close(fd);
+  }, 20));
+}
+
+TEST_CASE("an interval taken right after first use and converted 1.2 s later is within 2 ppm of CLOCK_MONOTONIC_RAW, in every run") {
+  if (!counter_missing().empty()) {
+    tctest::skip("first-interval accuracy: the counter is not in use here (" + counter_missing() + ")");
+    return;
+  }
+  for (int run = 0; run < 3; run++) {
+    CAPTURE(run);
+    check_clean(in_child([] {
+      (void)tickclock_info_get();  // first use
+      EXPECT(tickclock_info_get()->source == TICKCLOCK_SOURCE_TSC);
+      uint64_t ra = raw_ns(), t0 = tickclock_now_ordered(), rb = raw_ns();
+      sleep_ms(1200);
+      uint64_t rc = raw_ns(), t1 = tickclock_now_ordered(), rd = raw_ns();
+      int64_t d = tickclock_delta_ns(t0, t1);  // the refinement due first
+      double ref = ((double)(rc - ra) + (double)(rd - rb)) / 2;
+      double slack = ((double)(rb - ra) + (double)(rd - rc)) / 2;
+      double err = (double)d - ref;
+      const tickclock_info *i = tickclock_info_get();
+      fprintf(stderr, "first interval %lld ns, raw %.0f ns (+-%.0f), error %.0f ns = %.3f ppm; %s\n",
+              (long long)d, ref, slack, err, err / ref * 1e6, i->why);
+      EXPECT(err <= 2e-6 * ref + slack && -err <= 2e-6 * ref + slack);
+      EXPECT(i->uncertainty_ppm < 2.0);
+      // repeatable, antisymmetric under one state
+      EXPECT(tickclock_delta_ns(t0, t1) == d);
+      EXPECT(tickclock_delta_ns(t1, t0) == -d);
+    }, 20));
+  }
+}
+
+TEST_CASE("delta_ns repeated: equal under one state; across a refinement within the earlier state's bound") {
+  if (!counter_missing().empty()) {
+    tctest::skip("delta_ns across a refinement: the counter is not in use here (" + counter_missing() + ")");
+    return;
+  }
+  check_clean(in_child([] {
+    (void)tickclock_info_get();
+    uint64_t t0 = tickclock_now();
+    sleep_ms(300);
+    uint64_t t1 = tickclock_now();
+    int64_t a = tickclock_delta_ns(t0, t1);  // the 256 ms refinement first
+    const tickclock_info *s1 = tickclock_info_get();
+    sleep_ms(1000);  // the next refinement (4 x 300 ms) falls due; nothing converts
+    int64_t b = tickclock_delta_ns(t0, t1);  // t1 is before it: the same state
+    EXPECT(b == a);
+    EXPECT(tickclock_info_get() == s1);
+    (void)tickclock_to_ns(tickclock_now());  // runs it
+    const tickclock_info *s2 = tickclock_info_get();
+    int64_t c = tickclock_delta_ns(t0, t1);
+    double bound = s1->uncertainty_ppm * 1e-6 * (double)a + 1;
+    fprintf(stderr, "before %lld ns, after a refinement %lld ns (bound %.1f ns; +-%.3f -> +-%.3f ppm)\n",
+            (long long)a, (long long)c, bound, s1->uncertainty_ppm, s2->uncertainty_ppm);
+    EXPECT(s2 != s1);
+    EXPECT((double)(c - a) <= bound && (double)(a - c) <= bound);
+    EXPECT(tickclock_delta_ns(t1, t0) == -c);
+  }, 20));
+}
+
+TEST_CASE("a clock that cannot be read is never used: tkc_os_clock checks clock_gettime") {
+  uint64_t v = 12345;
+  CHECK(tkc_os_clock(-12345, &v) == 0);  // EINVAL: a timespec the kernel never wrote
+  CHECK(v == 12345);
+  CHECK(tkc_os_clock(CLOCK_MONOTONIC, &v) == 1);
+  CHECK(v != 12345);
+}
+
+namespace {
+// seccomp: clock_gettime(CLOCK_MONOTONIC_RAW) through the system call fails
+// with EPERM (the vDSO never asks the kernel, so the library is put on
+// the system call first, as PR_SET_TSC would).
+int deny_raw_clock() {
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clock_gettime, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, CLOCK_MONOTONIC_RAW, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+  return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+}  // namespace
+
+TEST_CASE("CLOCK_MONOTONIC_RAW denied by seccomp: nothing calibrates on garbage, the OS clock is chosen and says why") {
+  check_clean(in_child([] {
+    tkc_os_use_syscall(1);
+    EXPECT(deny_raw_clock() == 0);
+    uint64_t v = 7;
+    EXPECT(tkc_os_clock(CLOCK_MONOTONIC_RAW, &v) == 0);  // the filter works
+    EXPECT(v == 7);
+    EXPECT(tickclock_init(NULL) == TICKCLOCK_OK);
+    const tickclock_info *i = tickclock_info_get();
+    fprintf(stderr, "with CLOCK_MONOTONIC_RAW denied: %s\n", i->why);
+    EXPECT(i->source == TICKCLOCK_SOURCE_SYSTEM);
+    EXPECT(strstr(i->why, "CLOCK_MONOTONIC_RAW could not be read") != nullptr);
+    uint64_t last = 0;
+    for (int k = 0; k < 1000; k++) {
+      uint64_t ns = tickclock_to_ns(tickclock_now());
+      EXPECT(ns >= last && ns > 0);
+      last = ns;
+    }
+  }, 20));
+}
+
+TEST_CASE("PR_SET_TSC with the OS clock chosen: tickclock_revalidate() moves its reads to the system call") {
+#if defined(TCTEST_SANITIZER_TRAPS_AFTER_PR_SET_TSC)
+  tctest::skip(std::string("PR_SET_TSC with the OS clock: ") + TCTEST_SANITIZER_PR_SET_TSC_WHY);
+  return;
+#endif
+  check_clean(in_child([] {
+    tickclock_config cfg = {TICKCLOCK_SOURCE_SYSTEM, 0, 0};
+    EXPECT(tickclock_init(&cfg) == TICKCLOCK_OK);
+    const tickclock_info *i = tickclock_info_get();
+    EXPECT(i->source == TICKCLOCK_SOURCE_SYSTEM);
+    EXPECT(i->read_path == TICKCLOCK_READ_OS);
+    uint64_t before = tickclock_to_ns(tickclock_now());
+    EXPECT(prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) == 0);
+    EXPECT(tickclock_revalidate() == 0);  // the source is kept
+    i = tickclock_info_get();
+    EXPECT(i->source == TICKCLOCK_SOURCE_SYSTEM);
+    EXPECT(i->read_path == TICKCLOCK_READ_OS_SYSCALL);
+    EXPECT(strstr(i->why, "system call") != nullptr);
+    uint64_t last = before;
+    for (int k = 0; k < 1000; k++) {  // with the vDSO on the TSC, a read here would trap
+      uint64_t ns = tickclock_to_ns(tickclock_now());
+      EXPECT(ns >= last);
+      last = ns;
+    }
+  }, 20));
+}
+
+namespace {
+std::atomic<int> g_info_calls(0), g_info_bad(0);
+void info_in_handler(int) {
+  int saved = errno;
+  if (tkc_g_state == NULL) {  // the first initialisation is running in this thread
+    const tickclock_info *i = tickclock_info_get();
+    g_info_calls++;
+    if (i->source_name == nullptr || strcmp(i->source_name, "system") != 0 || i->why[0] == '\0' ||
+        i->freq_method_name == nullptr || i->scaled != 0)
+      g_info_bad++;
+  }
+  errno = saved;
+}
+}  // namespace
+
+TEST_CASE("tickclock_info_get() from a handler during the first initialisation describes what it hands out") {
+  check_clean(in_child([] {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = info_in_handler;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, nullptr);
+    struct itimerval it = {{0, 1000}, {0, 20000}};  // from 20 ms on, every 1 ms
+    setitimer(ITIMER_REAL, &it, nullptr);
+    tickclock_config cfg = {TICKCLOCK_SOURCE_TSC, 200, 0};  // a first initialisation of 200 ms
+    (void)tickclock_init(&cfg);
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, nullptr);
+    fprintf(stderr, "%d handler calls during the first initialisation, %d bad\n",
+            g_info_calls.load(), g_info_bad.load());
+    EXPECT(g_info_calls.load() > 10);
+    EXPECT(g_info_bad.load() == 0);
+  }, 20));
+}
