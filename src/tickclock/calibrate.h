@@ -53,10 +53,6 @@ TKC_INTERNAL int tkc_calibrate_from(uint64_t (*read_ordered)(void),
 typedef struct tkc_bracket {
   uint64_t mid, ns, width, susp;
 } tkc_bracket;
-/* Two suspended-time readings further apart than this: a suspend lies
- * between them (the readings' own jitter is two clock reads, well under a
- * microsecond; no suspend and resume takes less than milliseconds). */
-#define TKC_SUSPEND_MIN_NS UINT64_C(100000)
 /* 1 when a suspend lies between two suspended-time readings (both known). */
 TKC_INTERNAL int tkc_suspend_between(uint64_t s0, uint64_t s1);
 TKC_INTERNAL tkc_bracket tkc_tightest_bracket(uint64_t (*read_ordered)(void));

@@ -227,6 +227,10 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
   tickclock_info *slot;
   tkc_bracket anchor;
   int counter = TKC_COUNTER != 0 && st->source == TKC_COUNTER, tries;
+  /* A state continues the one published: a caller whose notion of the
+   * current state is stale (a frame interrupted by a handler that forked,
+   * whose child published in the meantime) publishes nothing. */
+  if (old != TKC_LOAD_ACQUIRE(&tkc_g_state)) return TICKCLOCK_EBUSY;
   if (counter && tkc_spare == NULL) {
     tkc_spare = tkc_take_slot(may_alloc);
     if (tkc_spare == NULL) return tkc_no_slot();
@@ -378,7 +382,6 @@ static int tkc_same_decision(const tickclock_info *fresh, const tickclock_info *
   double off, bound;
   if (fresh->source != old->source || fresh->forced != old->forced ||
       fresh->freq_method != old->freq_method || fresh->freq_pending_check ||
-      old->revalidated || old->read_path == TICKCLOCK_READ_COUNTER_MAPPED ||
       (old->read_path == TICKCLOCK_READ_OS_SYSCALL) != (tkc_os_syscall_on() != 0))
     return 0;
   if (fresh->hz_den == 0 || old->hz_den == 0) return fresh->hz_num == old->hz_num;
@@ -410,8 +413,10 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
   /* a long history: a decision that changes nothing keeps the state (and
    * its refinement) rather than taking another slot */
   if (old != NULL && !asked && tkc_states_taken >= TICKCLOCK_COALESCE_AFTER &&
-      tkc_same_decision(fresh, old))
+      tkc_same_decision(fresh, old)) {
+    tkc_reserve_slots();
     return fresh->request_refused ? TICKCLOCK_EUNAVAILABLE : TICKCLOCK_OK;
+  }
   {
     /* the refinement plan is the new state's: kept aside until it is out */
     tkc_book keep = tkc_bk;
@@ -550,7 +555,8 @@ static uint64_t tkc_read(int ordered) {
   uint64_t r;
   int src = TKC_LOAD_ACQUIRE(&tkc_g_source);
   if (TKC_UNLIKELY(src == 0) && tkc_state_slow() == &tkc_reentry_state)
-    return tkc_os_now(); /* re-entered during the first initialisation */
+    return tkc_os_now_syscall(); /* re-entered during the first initialisation:
+                                    RDTSC may be disabled and not yet known */
   s = TKC_LOAD_ACQUIRE(&tkc_g_state); /* at least as new as the source */
   (void)ordered;
 #if defined(TKC_ARCH_COUNTER)

@@ -156,8 +156,17 @@ static void tkc_fork_parent(void) {
  * interrupted frame for good (siglongjmp), so the lock is freed for the
  * child's own calls; a frame that does resume finishes after them. */
 static void tkc_fork_child(void) {
-  if (tkc_fork_took) tkc_unlock();
-  else TKC_STORE_RELEASE(&tkc_lock_word, 0);
+  if (tkc_fork_took) {
+    tkc_unlock();
+    return;
+  }
+  /* the interrupted frame's cancellation state, given back now: the frame
+   * may never run again */
+  if (tkc_cancel_saved) {
+    tkc_cancel_saved = 0;
+    pthread_setcancelstate(tkc_cancel_old, NULL);
+  }
+  TKC_STORE_RELEASE(&tkc_lock_word, 0);
 }
 static TKC_SHARED int tkc_atfork_state = 0; /* 0, 1 registering, 2 done */
 #endif

@@ -4,6 +4,7 @@
 #include "text.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <string.h>
 
 
@@ -195,8 +196,9 @@ void tkc_vfmt(char *dst, size_t n, const char *fmt, va_list ap) {
     switch (c) {
       case 'd':
       case 'i': {
-        long long v = lng >= 2 ? va_arg(ap, long long)
-                     : lng == 1 ? va_arg(ap, long) : va_arg(ap, int);
+        long long v = lng == 3   ? (long long)va_arg(ap, ptrdiff_t)
+                      : lng == 2 ? va_arg(ap, long long)
+                      : lng == 1 ? va_arg(ap, long) : va_arg(ap, int);
         unsigned long long m = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
         sign = v < 0 ? "-" : plus ? "+" : space ? " " : "";
         len = tkc_fmt_digits(body + sizeof body, m, 10, 0, prec < 0 ? 1 : prec);

@@ -13,6 +13,12 @@
 extern "C" {
 #endif
 
+/* Two suspended-time readings (tickclock_platform.suspended_ns) further
+ * apart than this: a suspend lies between them (a reading is good to half
+ * its own bracket of two clock reads, kept under a tenth of this; no
+ * suspend and resume takes less than milliseconds). */
+#define TKC_SUSPEND_MIN_NS UINT64_C(100000)
+
 #define TICKCLOCK_PRCTL_UNKNOWN 0
 #define TICKCLOCK_PRCTL_ENABLED 1
 #define TICKCLOCK_PRCTL_SIGSEGV 2
@@ -128,6 +134,9 @@ TKC_INTERNAL uint64_t tkc_os_now_raw(void);  /* CLOCK_MONOTONIC_RAW, ns; 0 if un
  * *ns untouched); the system call once tkc_os_syscall_on(). */
 TKC_INTERNAL int tkc_os_clock(int id, uint64_t *ns);
 TKC_INTERNAL uint64_t tkc_os_suspended_ns(void); /* see tickclock_platform */
+/* CLOCK_MONOTONIC (Windows: QPC) through the system call, whatever the
+ * flag says: the re-entry read during the first initialisation. */
+TKC_INTERNAL uint64_t tkc_os_now_syscall(void);
 TKC_INTERNAL double tkc_os_resolution_ns(void); /* clock_getres(CLOCK_MONOTONIC) */
 TKC_INTERNAL const char *tkc_secure_getenv(const char *name);
 

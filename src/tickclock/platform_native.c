@@ -21,6 +21,7 @@
 #include <sys/auxv.h>
 #include <errno.h>
 #include <unistd.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #if defined(TKC_X86) && defined(SYS_perf_event_open) && \
@@ -84,6 +85,8 @@ uint64_t tkc_os_now_raw(void) { return tkc_os_now(); }
 /* Not measured on Windows: a suspend is not recognised there. */
 uint64_t tkc_os_suspended_ns(void) { return UINT64_MAX; }
 
+uint64_t tkc_os_now_syscall(void) { return tkc_os_now(); } /* QPC never traps */
+
 double tkc_os_resolution_ns(void) {
   return 1e9 / (double)tkc_qpc_conv()->hz_num;
 }
@@ -100,32 +103,37 @@ static uint64_t tkc_ts_ns(const struct timespec *ts) {
 #define CLOCK_BOOTTIME 7 /* the kernel's id; hidden in strict ISO C modes */
 #endif
 
+#if defined(TKC_HAVE_CLOCK_SYSCALL)
+/* clock_gettime through the system call, into the kernel's own timespec:
+ * two longs on i386, two 64-bit integers on x86-64 and on x32 (where long
+ * is 32 bits and the kernel still writes 16 bytes), whatever time_t the C
+ * library uses. 0 when it failed. */
+static int tkc_clock_syscall(int id, uint64_t *ns) {
+#if defined(__x86_64__)
+  struct {
+    long long sec, nsec;
+  } k;
+#else
+  struct {
+    long sec, nsec;
+  } k;
+#endif
+  if (syscall(SYS_clock_gettime, (long)id, &k) != 0 || k.sec < 0 || k.nsec < 0) return 0;
+  *ns = (uint64_t)k.sec * UINT64_C(1000000000) + (uint64_t)k.nsec;
+  return 1;
+}
+#endif
+
 /* One clock read into *ns; 0 when the clock could not be read (a seccomp
  * filter or a sandbox that denies the clock: the caller must not use a
  * value it was never given). With clocksource tsc, kvm-clock or the
  * Hyper-V TSC page the vDSO's clock_gettime executes RDTSC itself, so
  * once RDTSC is disabled (prctl PR_SET_TSC) the vDSO traps like a direct
- * read: then the system call, which reads the clock in the kernel. The
- * system call fills the kernel's own timespec: two longs on i386, two
- * 64-bit integers on x86-64 and on x32 (where long is 32 bits and the
- * kernel still writes 16 bytes), whatever time_t the C library uses. */
+ * read: then the system call, which reads the clock in the kernel. */
 int tkc_os_clock(int id, uint64_t *ns) {
   struct timespec ts;
 #if defined(TKC_HAVE_CLOCK_SYSCALL)
-  if (TKC_LOAD_RELAXED(&tkc_g_os_syscall)) {
-#if defined(__x86_64__)
-    struct {
-      long long sec, nsec;
-    } k;
-#else
-    struct {
-      long sec, nsec;
-    } k;
-#endif
-    if (syscall(SYS_clock_gettime, (long)id, &k) != 0 || k.sec < 0 || k.nsec < 0) return 0;
-    *ns = (uint64_t)k.sec * UINT64_C(1000000000) + (uint64_t)k.nsec;
-    return 1;
-  }
+  if (TKC_LOAD_RELAXED(&tkc_g_os_syscall)) return tkc_clock_syscall(id, ns);
 #endif
   if (clock_gettime(id, &ts) != 0 || ts.tv_sec < 0 || ts.tv_nsec < 0) return 0;
   *ns = tkc_ts_ns(&ts);
@@ -142,17 +150,38 @@ uint64_t tkc_os_now(void) { return tkc_clock_ns(CLOCK_MONOTONIC); }
 
 uint64_t tkc_os_read(void) { return tkc_os_now(); }
 
+/* CLOCK_MONOTONIC through the system call whatever is known yet: what a
+ * signal handler that interrupted the first initialisation reads, before
+ * the initialisation has asked whether RDTSC (and with it the vDSO) may
+ * trap. */
+uint64_t tkc_os_now_syscall(void) {
+#if defined(TKC_HAVE_CLOCK_SYSCALL)
+  uint64_t ns = 0;
+  return tkc_clock_syscall(CLOCK_MONOTONIC, &ns) ? ns : 0;
+#else
+  return tkc_os_now();
+#endif
+}
+
 /* Time spent suspended since boot: CLOCK_BOOTTIME - CLOCK_MONOTONIC (the
  * kernel adds each suspend to the first only; both are slewed alike), its
  * two reads bracketed by two of CLOCK_MONOTONIC. UINT64_MAX when unknown. */
 uint64_t tkc_os_suspended_ns(void) {
 #if defined(__linux__)
-  uint64_t m0, b, m1;
-  if (!tkc_os_clock(CLOCK_MONOTONIC, &m0) || !tkc_os_clock(CLOCK_BOOTTIME, &b) ||
-      !tkc_os_clock(CLOCK_MONOTONIC, &m1) || m1 < m0)
-    return UINT64_MAX;
-  m0 += (m1 - m0) / 2;
-  return b > m0 ? b - m0 : 0;
+  /* the reading is good to half its bracket: a preempted one (wider than
+   * a tenth of the suspend threshold) is taken again, and after four such
+   * the answer is "unknown" (no suspend is judged from it) */
+  int tries;
+  for (tries = 0; tries < 4; tries++) {
+    uint64_t m0, b, m1;
+    if (!tkc_os_clock(CLOCK_MONOTONIC, &m0) || !tkc_os_clock(CLOCK_BOOTTIME, &b) ||
+        !tkc_os_clock(CLOCK_MONOTONIC, &m1) || m1 < m0)
+      return UINT64_MAX;
+    if (m1 - m0 > TKC_SUSPEND_MIN_NS / 10) continue;
+    m0 += (m1 - m0) / 2;
+    return b > m0 ? b - m0 : 0;
+  }
+  return UINT64_MAX;
 #else
   return UINT64_MAX;
 #endif
@@ -254,7 +283,10 @@ static void tkc_read_perf_page(tickclock_perf_page *pp) {
   /* close-on-exec, like every descriptor the library opens (kernels
    * before 3.14 refuse the flag: then without it, closed at once below) */
   fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-  if (fd < 0 && errno == EINVAL) fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+  if (fd < 0 && errno == EINVAL) {
+    fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+    if (fd >= 0) (void)fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+  }
   if (fd < 0) {
     pp->err = errno;
     return;

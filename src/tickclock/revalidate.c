@@ -191,6 +191,29 @@ static int tkc_revalidate_locked(int with_io) {
   return 0;
 }
 
+/* A counter state published without a sample to check against (no
+ * bracket could be taken then: the raw clock unreadable, a suspend in
+ * each try) takes one now; a published frequency's cross-check measures
+ * from it. Nothing is checked until one is had. */
+static void tkc_anchor_again(const tickclock_info *s) {
+  tkc_bracket b = tkc_tightest_bracket(tkc_read_counter_ordered);
+  if (b.width == UINT64_MAX) return;
+  tkc_bk.chk_anchor = tkc_bk.chk_prev = b;
+  tkc_bk.chk_on = 1;
+  tkc_bk.max_seen = tkc_max_u64(tkc_bk.max_seen, tkc_map(s, b.mid + b.width / 2));
+  if (s->freq_pending_check) {
+    tkc_bk.refine_on = 1;
+    tkc_bk.cal_first.start_mid = b.mid;
+    tkc_bk.cal_first.start_ns = b.ns;
+    tkc_bk.cal_first.bracket_start = b.width;
+    tkc_bk.cal_first.start_susp = b.susp;
+    tkc_bk.refine_at_ns = b.ns + (uint64_t)TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000);
+    tkc_bk.refine_at = tkc_after(s, tkc_map(s, b.mid), (uint64_t)TICKCLOCK_CAL_QUICK_MS *
+                                                           UINT64_C(1000000));
+  }
+  tkc_arm_deadline(s, tkc_bk.max_seen);
+}
+
 /* The refinement (or cross-check) starts again from a fresh bracket: the
  * one it measured from lies before a suspend. */
 static void tkc_refine_restart(const tickclock_info *s) {
@@ -384,9 +407,11 @@ int tickclock_revalidate(void) {
 #if defined(TKC_ARCH_COUNTER)
   /* the checks now, and whatever refinement is due (the RDTSC check
    * first: the current tick is read only once it passed) */
-  if (tkc_reads_counter(s) && tkc_bk.chk_on) {
-    if (!tkc_rdtsc_disabled_locked(s))
+  if (tkc_reads_counter(s)) {
+    if (!tkc_rdtsc_disabled_locked(s)) {
+      if (!tkc_bk.chk_on) tkc_anchor_again(s);
       tkc_due_locked(tkc_map(s, tkc_read_counter_ordered()), 1, 1);
+    }
     if (!tkc_reads_counter(TKC_LOAD_ACQUIRE(&tkc_g_state))) r = TICKCLOCK_SWITCHED;
   }
   tkc_reserve_slots();

@@ -108,8 +108,14 @@
  *    error passes TICKCLOCK_REVALIDATE_DRIFT_ABS_NS: a 1000 ppm change
  *    within about 1 s of the change (measured on the fake platform: 0.85
  *    s), a 100 ppm change within about 4 s (3.85 s); a change under
- *    DRIFT_PPM is never flagged. A counter that jumped is caught at the
- *    next check. tickclock_revalidate() runs it at once, plus the
+ *    DRIFT_PPM is never flagged. A counter that jumped forward is caught
+ *    at the next check. One that stepped backward (a CPU whose TSC is
+ *    behind, a counter reset in S3) is caught by tickclock_revalidate() at
+ *    once, but by the conversions only when its ticks pass the deadline
+ *    again: they compare a tick with a deadline and cannot see ticks fall
+ *    (until then to_ns(now()) follows the counter back). A tick from the
+ *    future (an interval converted as if it were a tick) costs a try-lock,
+ *    a prctl and a counter read (about 1 us) and makes nothing due early. tickclock_revalidate() runs it at once, plus the
  *    checks that need I/O (the kernel's clocksource).
  *  - Limits, each stated where it applies: readings a faulty counter gave
  *    before a check are not corrected; a reader that loaded the old source

@@ -157,17 +157,29 @@ bool wait_grandchild(pid_t pid, int limit_ms, int *st) {
 // What a child forked at an awkward moment must still do, each step well
 // within the grandchild's deadline: read (an interval within 2 ms of the
 // system call's), re-initialise, re-validate, read again.
+// An interval against the system call's, each end bracketed by two of its
+// reads (a preemption between a tick and its reference read only widens
+// the bracket): within 2 ms of the bracket, positive.
+void expect_bracketed(int64_t measured, uint64_t r0a, uint64_t r0b, uint64_t r1a, uint64_t r1b) {
+  int64_t lo = (int64_t)(r1a - r0b), hi = (int64_t)(r1b - r0a);
+  if (!(measured > 0 && measured > lo - 2000000 && measured < hi + 2000000)) {
+    fprintf(stderr, "child: interval %lld ns outside the reference bracket [%lld, %lld] ns +- 2 ms\n",
+            (long long)measured, (long long)lo, (long long)hi);
+    _exit(11);
+  }
+}
+
 void child_works() {
-  uint64_t a = tickclock_now(), r0 = sys_ns();
+  uint64_t r0a = sys_ns(), a = tickclock_now(), r0b = sys_ns();
   sleep_ms(5);
-  uint64_t b = tickclock_now(), r1 = sys_ns();
-  expect_interval(tickclock_delta_ns(a, b), r1 - r0);
+  uint64_t r1a = sys_ns(), b = tickclock_now(), r1b = sys_ns();
+  expect_bracketed(tickclock_delta_ns(a, b), r0a, r0b, r1a, r1b);
   EXPECT(tickclock_init(NULL) == TICKCLOCK_OK);
   int rv = tickclock_revalidate();
   EXPECT(rv == 0 || rv == TICKCLOCK_SWITCHED);
   sleep_ms(5);
-  uint64_t c = tickclock_now(), r2 = sys_ns();
-  expect_interval(tickclock_delta_ns(a, c), r2 - r0);
+  uint64_t r2a = sys_ns(), c = tickclock_now(), r2b = sys_ns();
+  expect_bracketed(tickclock_delta_ns(a, c), r0a, r0b, r2a, r2b);
   EXPECT(tickclock_to_ns(c) >= tickclock_to_ns(b));
 }
 
