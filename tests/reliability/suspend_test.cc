@@ -237,3 +237,55 @@ TEST_CASE("a stated 24 MHz is cross-checked and kept on every baseline up to 1 s
   CHECK(i->freq_pending_check == 0);
   CHECK(i->hz == 24e6);
 }
+
+TEST_CASE("a suspend inside the first calibration's start bracket: calibrated again, the counter kept") {
+  for (uint64_t call = 1; call <= 4; call++) {
+    CAPTURE(call);
+    World f;
+    f.w.suspend_at_call = call;  // 1, 2: the start bracket; 3, 4: the end bracket
+    f.w.suspend_for_ns = UINT64_C(5000000000);
+    const tickclock_info *i = f.start();
+    INFO(i->why);
+    CHECK(i->source == TICKCLOCK_SOURCE_TSC);
+    CHECK(std::fabs(ppm_off(i, 2.5e9)) < 50.0);
+  }
+}
+
+TEST_CASE("a counter state published without an anchor (CLOCK_MONOTONIC_RAW unreadable then) is checked once it can be") {
+  World f;
+  f.w.crystal_hz = 25000000;  // leaf 0x15 with its crystal, bare metal: published
+  f.w.l15_num = 100;
+  f.w.l15_den = 1;
+  f.w.raw_fail = 1;
+  const tickclock_info *i = f.start();
+  INFO(i->why);
+  REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+  REQUIRE(i->freq_pending_check == 1);
+  f.w.raw_fail = 0;                      // the clock comes back
+  f.w.prctl_mode = TICKCLOCK_PRCTL_SIGSEGV;  // and RDTSC is disabled for this thread
+  uint64_t traps = f.w.counter_traps;
+  CHECK(tickclock_revalidate() == TICKCLOCK_SWITCHED);
+  CHECK(f.w.counter_traps == traps);  // nothing read the counter to find out
+  i = tickclock_info_get();
+  CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
+  CHECK(i->read_path == TICKCLOCK_READ_OS_SYSCALL);
+}
+
+TEST_CASE("a counter state published without an anchor gets one from tickclock_revalidate(), then its cross-check and checks") {
+  World f;
+  f.w.crystal_hz = 25000000;
+  f.w.l15_num = 100;
+  f.w.l15_den = 1;
+  f.w.raw_fail = 1;
+  const tickclock_info *i = f.start();
+  REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+  f.w.raw_fail = 0;
+  CHECK(tickclock_revalidate() == 0);  // anchors
+  CHECK(f.run(UINT64_C(100000000)));  // the cross-check falls due in the conversions
+  i = tickclock_info_get();
+  INFO(i->why);
+  CHECK(i->source == TICKCLOCK_SOURCE_TSC);
+  CHECK(i->freq_pending_check == 0);
+  f.w.clocksource = "hpet";
+  CHECK(tickclock_revalidate() == TICKCLOCK_SWITCHED);
+}

@@ -63,6 +63,11 @@ struct FakeWorld {
   uint64_t suspended = 0;
   int counts_in_suspend = 1;
   void suspend(uint64_t ns) { suspended += ns; }
+  // A suspend that happens while the library asks: at its suspend_at_call-th
+  // reading of the suspended time (inside a bracket, say), suspend_for_ns.
+  uint64_t suspend_at_call = 0, suspend_for_ns = 0, suspended_reads = 0;
+  // CLOCK_MONOTONIC_RAW denied (a seccomp filter): its reads fail (0).
+  int raw_fail = 0;
   // A rate change (a VM restored onto a host with another TSC rate and no
   // scaling): from rate_from_ns on (counter time) the counter runs at
   // num2/den2 ticks per ns.
@@ -217,7 +222,21 @@ inline uint64_t clock_ns_sys(void *ctx) {  // the system call: slower, never tra
 
 inline void sleep_ns(void *ctx, uint64_t ns) { W(ctx)->now_ns += ns; }
 
-inline uint64_t suspended_ns(void *ctx) { return W(ctx)->suspended; }
+inline uint64_t suspended_ns(void *ctx) {
+  FakeWorld *w = W(ctx);
+  if (++w->suspended_reads == w->suspend_at_call) w->suspend(w->suspend_for_ns);
+  return w->suspended;
+}
+
+inline uint64_t raw_clock_ns(void *ctx) {  // CLOCK_MONOTONIC_RAW through the vDSO
+  if (W(ctx)->raw_fail) return 0;
+  return clock_ns(ctx);
+}
+
+inline uint64_t raw_clock_ns_sys(void *ctx) {
+  if (W(ctx)->raw_fail) return 0;
+  return clock_ns_sys(ctx);
+}
 
 inline const char *no_env(void *, const char *) { return nullptr; }
 
@@ -232,9 +251,9 @@ inline tickclock_platform full(FakeWorld *w) {
   p.perf_page = perf_page;
   p.counter = counter;
   p.counter_ordered = counter;
-  p.raw_ns = clock_ns;
+  p.raw_ns = raw_clock_ns;
   p.os_ns = clock_ns;
-  p.raw_ns_sys = clock_ns_sys;
+  p.raw_ns_sys = raw_clock_ns_sys;
   p.os_ns_sys = clock_ns_sys;
   p.sleep_ns = sleep_ns;
   p.getenv = no_env;
