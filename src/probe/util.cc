@@ -410,35 +410,49 @@ void progress_clear() {
 
 // ---- AtomicOutput ----------------------------------------------------------------
 
-void AtomicOutput::open(const std::string &opt, const std::string &path) {
-  if (path.empty()) throw UsageError{opt + ": expected a file name, got ''"};
+void AtomicOutput::open(const std::string &opt, const std::string &given) {
+  if (given.empty()) throw UsageError{opt + ": expected a file name, got ''"};
   struct stat st;
-  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    if (!S_ISCHR(st.st_mode)) throw UsageError{opt + " " + path + ": not a regular file"};
-    f_ = open_output(opt, path);  // /dev/null, /dev/full: written directly
-    path_ = path;
+  const bool exists = stat(given.c_str(), &st) == 0;
+  if (exists && !S_ISREG(st.st_mode)) {
+    if (!S_ISCHR(st.st_mode)) throw UsageError{opt + " " + given + ": not a regular file"};
+    f_ = open_output(opt, given);  // /dev/null, /dev/full: written directly
+    path_ = given;
     return;
+  }
+  // an existing file is replaced where it is (a symbolic link stays one,
+  // pointing at the new file), with its permissions
+  std::string path = given;
+  if (exists) {
+    if (char *rp = realpath(given.c_str(), nullptr)) {
+      path = rp;
+      std::free(rp);
+    }
   }
   size_t slash = path.rfind('/');
   std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  if (base.empty()) throw UsageError{opt + " " + path + ": not a regular file"};
+  if (base.empty()) throw UsageError{opt + " " + given + ": not a regular file"};
   std::string tmpl = (dir == "/" ? "" : dir) + "/." + base + ".tmp-XXXXXX";
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
   int fd = mkstemp(name.data());
   if (fd < 0)
-    throw UsageError{opt + " " + path + ": cannot open for writing: " + std::strerror(errno)};
-  mode_t mask = umask(0);
-  umask(mask);
-  fchmod(fd, 0666 & ~mask);
+    throw UsageError{opt + " " + given + ": cannot open for writing: " + std::strerror(errno)};
+  if (exists) {
+    fchmod(fd, st.st_mode & 07777);
+  } else {
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+  }
   fcntl(fd, F_SETFD, FD_CLOEXEC);
   f_ = fdopen(fd, "w");
   if (!f_) {
     int e = errno;
     close(fd);
     unlink(name.data());
-    throw UsageError{opt + " " + path + ": cannot open for writing: " + std::strerror(e)};
+    throw UsageError{opt + " " + given + ": cannot open for writing: " + std::strerror(e)};
   }
   path_ = path;
   tmp_ = name.data();
