@@ -118,28 +118,26 @@ int cmd_validate(int argc, char **argv) {
                              : !not_run.empty() ? "INCONCLUSIVE"
                                                 : "PASS";
   std::string who = fmt("%s (%s)", info->source_name, info->forced ? "forced" : "tickclock's choice");
-  std::string names, next;
-  if (!failed.empty()) {
-    for (size_t k : failed) {
-      names += (names.empty() ? "" : ", ") + items[k].name;
-      next += (next.empty() ? "" : "; ") + items[k].name + ": " + kChecks[k].next_step;
-    }
-  } else {
-    for (size_t k : not_run) {
-      names += (names.empty() ? "" : ", ") + items[k].name;
-      next += (next.empty() ? "" : "; ") + items[k].name + ": " + items[k].advice;
-    }
+  std::string names, next, nr_names, nr_next;
+  for (size_t k : failed) {
+    names += (names.empty() ? "" : ", ") + items[k].name;
+    next += (next.empty() ? "" : "; ") + items[k].name + ": " + kChecks[k].next_step;
+  }
+  for (size_t k : not_run) {
+    nr_names += (nr_names.empty() ? "" : ", ") + items[k].name;
+    nr_next += (nr_next.empty() ? "" : "; ") + items[k].name + ": " + items[k].advice;
   }
   std::string verdict =
       incomplete
           ? fmt("INCOMPLETE: interrupted by %s; not finished: %s%s", interrupt_name(),
                 unfinished_list.c_str(), pass ? "" : " (and a check FAILED before that)")
       : !failed.empty()
-          ? "FAIL: " + who + " failed: " + names + ". Next: " + next
+          ? "FAIL: " + who + " failed: " + names + ". Next: " + next +
+                (not_run.empty() ? "" : ". Also NOT run: " + nr_names + " (" + nr_next + ")")
       : !not_run.empty()
           ? "INCONCLUSIVE: " + who + " passed what ran, but the essential check" +
-                (not_run.size() > 1 ? "s " : " ") + names + (not_run.size() > 1 ? " were" : " was") +
-                " NOT run. Next: " + next
+                (not_run.size() > 1 ? "s " : " ") + nr_names +
+                (not_run.size() > 1 ? " were" : " was") + " NOT run. Next: " + nr_next
           : "PASS: " + who + " passed every check that applies";
   if (incomplete) fixture.abandon();  // an unfinished run is no record of the host
 
