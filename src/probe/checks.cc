@@ -70,6 +70,8 @@ std::vector<WarpPair> warp_test(uint64_t (*rd)(), double seconds) {
   if (per < 0.02) per = 0.02;
   for (auto &p : pairs) {
     if (interrupted()) break;
+    progress("CPU pair %zu of %zu (CPUs %d and %d)", out.size() + 1, pairs.size(), p.first,
+             p.second);
     WarpPair w;
     w.cpu_a = p.first;
     w.cpu_b = p.second;
@@ -121,6 +123,7 @@ std::vector<MonoCpu> monotonic_per_cpu(uint64_t (*fast)(), uint64_t (*ordered)()
   double per = seconds / (double)cpus.size();
   for (int cpu : cpus) {
     if (interrupted()) break;
+    progress("CPU %d (%zu of %zu)", cpu, out.size() + 1, cpus.size());
     MonoCpu m;
     m.cpu = cpu;
     std::thread t([&] {

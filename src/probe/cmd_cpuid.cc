@@ -3,8 +3,8 @@
 // Decodes this CPU (or a recorded dump, --file) with the core's pure
 // decoder and frequency rules. --dump prints the leaves in the fixture
 // format (src/tickclock/README.md), so a user on a new CPU or hypervisor can
-// contribute one; --json prints the keys listed in the README's probe
-// section (absent data is null).
+// contribute one; --json prints the keys the schema lists
+// (src/probe/schema/tickclock-probe.schema.json; absent data is null).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -85,11 +85,8 @@ std::string crystal_table_json(const tickclock_x86_facts &x, const tickclock_fre
 void print_json(const tickclock_x86_facts &x) {
   tickclock_freq f;
   int have_f = tickclock_x86_freq_cpuid(&x, &f);
-  std::string o = "{";
-  auto key = [&](const char *k) {
-    if (o.size() > 1) o += ", ";
-    o += json_str(k) + ": ";
-  };
+  std::string o = json_envelope("cpuid");
+  auto key = [&](const char *k) { o += ", " + json_str(k) + ": "; };
   key("vendor");
   o += x.have_cpuid ? json_str(x.vendor) : "null";
   key("family");

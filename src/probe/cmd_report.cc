@@ -33,7 +33,7 @@ int cmd_report(int argc, char **argv) {
 #endif
   std::string hv_sig = ev.x86.hypervisor && ev.x86.hv_signature[0] ? ev.x86.hv_signature : "";
   if (json) {
-    std::string o = "{\"source\":" + json_str(i->source_name);
+    std::string o = json_envelope("report") + ",\"source\":" + json_str(i->source_name);
     o += ",\"why\":" + json_str(i->why);
     o += ",\"forced\":" + json_b(i->forced);
     o += ",\"frequency\":{\"hz\":" + json_hz(i->hz) + ",\"num\":" + json_u(i->hz_num) +

@@ -13,8 +13,10 @@
 //    "Per loop time including overhead";
 //  - a log2 histogram, exact-ns buckets up to the 99.99th percentile, the
 //    largest duration, and every backward step (reported; exit status 1).
-// Every loop is bounded in time; Ctrl-C stops early, prints what was
-// gathered, says INCOMPLETE with the sources not (fully) measured and
+// The text ends with a summary table (one line per source). On a terminal
+// a progress line names the source being measured (stderr, not with
+// --json). Every loop is bounded in time; Ctrl-C stops early, prints what
+// was gathered, says INCOMPLETE with the sources not (fully) measured and
 // exits 130.
 #include <cinttypes>
 #include <cmath>
@@ -131,6 +133,18 @@ void print_text(const Result &res) {
                 h.worst_backward_ns);
   else
     std::printf("  backward steps: 0\n");
+}
+
+// One line per source, after the per-source sections: the figures to compare.
+void print_summary(const std::vector<Result> &results, const std::vector<const Reader *> &skipped) {
+  std::printf("\nsummary:\n  %-22s %10s %10s %8s %8s %10s %12s %9s\n", "source", "read ns",
+              "loop ns", "p50 ns", "p99 ns", "max ns", "loops", "backward");
+  for (const Result &r : results)
+    std::printf("  %-22s %10.2f %10.2f %8" PRIu64 " %8" PRIu64 " %10" PRIu64 " %12" PRIu64
+                " %9" PRIu64 "\n",
+                r.r->name.c_str(), r.read_ns, r.loop_ns, r.h.percentile(50), r.h.percentile(99),
+                r.h.max_ns, r.loops, r.h.backward);
+  for (const Reader *r : skipped) std::printf("  %-22s %10s  not usable here\n", r->name.c_str(), "-");
 }
 
 std::string to_json(const Result &res) {
@@ -264,23 +278,31 @@ int cmd_timing(int argc, char **argv) {
   const double per_source = seconds / (double)(n_usable ? n_usable : 1);
   std::vector<Result> results;
   std::vector<const Reader *> skipped;
-  std::vector<std::string> unfinished;  // not measured, or cut short
+  // not measured, or cut short: (source, reason)
+  std::vector<std::pair<std::string, std::string>> unfinished;
+  progress_enable(json);
+  size_t n_done = 0;
   for (const Reader *r : chosen) {
     if (!r->usable) {
       skipped.push_back(r);
       continue;
     }
     if (interrupted()) {
-      unfinished.push_back(r->name);
+      unfinished.push_back({r->name, "not started: interrupted"});
       continue;
     }
+    progress("timing [%zu/%zu] %s (%.2f s)", ++n_done, n_usable, r->name.c_str(), per_source);
     results.emplace_back();
     measure(*r, per_source, &results.back());
-    if (interrupted()) unfinished.push_back(r->name + " (cut short)");
+    if (interrupted()) unfinished.push_back({r->name, "cut short: interrupted"});
+    progress_clear();
     if (!json) print_text(results.back());
   }
+  progress_clear();
   std::string unfinished_list;
-  for (const std::string &u : unfinished) unfinished_list += (unfinished_list.empty() ? "" : ", ") + u;
+  for (const auto &u : unfinished)
+    unfinished_list += (unfinished_list.empty() ? "" : ", ") + u.first +
+                       (u.second.compare(0, 3, "cut") == 0 ? " (cut short)" : "");
   uint64_t backward = 0;
   double measured_s = 0;
   for (const Result &r : results) {
@@ -289,12 +311,13 @@ int cmd_timing(int argc, char **argv) {
   }
   const bool incomplete = interrupted();
   if (json) {
-    std::string o = "{\"command\":\"timing\",\"seconds\":" + json_num(seconds) +
+    std::string o = json_envelope("timing") + ",\"seconds\":" + json_num(seconds) +
                     ",\"seconds_per_source\":" + json_num(per_source) +
                     ",\"measured_seconds\":" + json_num(measured_s);
     o += ",\"interrupted\":" + json_b(incomplete);
     o += ",\"complete\":" + json_b(!incomplete) + ",\"unfinished\":[";
-    for (size_t i = 0; i < unfinished.size(); i++) o += (i ? "," : "") + json_str(unfinished[i]);
+    for (size_t i = 0; i < unfinished.size(); i++)
+      o += (i ? "," : "") + json_unfinished(unfinished[i].first, unfinished[i].second);
     o += "],\"backward_steps\":" + json_u(backward) + ",\"sources\":[";
     for (size_t i = 0; i < results.size(); i++) o += (i ? "," : "") + to_json(results[i]);
     for (size_t i = 0; i < skipped.size(); i++)
@@ -306,6 +329,7 @@ int cmd_timing(int argc, char **argv) {
     for (const Reader *r : skipped)
       std::printf("\n%s  (--source %s): SKIPPED: %s\n", r->what.c_str(), r->name.c_str(),
                   r->why_not.c_str());
+    print_summary(results, skipped);
     if (incomplete)
       std::printf("\nINCOMPLETE: interrupted by %s; not finished: %s\n", interrupt_name(),
                   unfinished_list.c_str());

@@ -1,9 +1,12 @@
 // tickclock-probe validate [--seconds S] [--source NAME] [--fixture-out F] [--json]
 //
-// The checklist for a new machine or hypervisor. Every item is PASS, FAIL
-// or SKIP (with the reason) and carries its numbers; the verdict is PASS,
-// and the exit status 0, only when the source tickclock chose (or the one
-// named with --source) passes every item that applies to it.
+// The checklist for a new machine or hypervisor. Every item is PASS, FAIL,
+// SKIP (does not apply, with the reason) or NOT_RUN (applies but could not
+// run here) and carries its numbers. The verdict: FAIL (exit 1) naming the
+// failed checks and the next step; else INCONCLUSIVE (exit 4) when an
+// essential check (kChecks[].essential) is NOT_RUN, naming it and what to
+// do; else PASS (exit 0): the source tickclock chose (or the one named with
+// --source) passed every item that applies to it.
 //   cpuid        the CPUID flags the TSC needs (x86)
 //   clocksource  the kernel's verdict on the counter
 //   frequency    every frequency source agrees within the stated bound
@@ -24,11 +27,14 @@
 //                fact of the host, not a pass/fail
 // --fixture-out writes a fixture (CPUID dump, observed facts, expected
 // decision) ready for tests/fixtures/hosts/; its path is checked before
-// anything is measured. Ctrl-C (or SIGTERM) ends the run early: the verdict
-// is INCOMPLETE, the checks not finished are listed, no fixture is kept,
-// and the exit status is 128 + the signal (130).
+// anything is measured, and it is written to a temporary file renamed over
+// the path only at the end. Ctrl-C (or SIGTERM) ends the run early: the
+// verdict is INCOMPLETE, the checks not finished are listed, the fixture
+// path is left as it was, and the exit status is 128 + the signal (130).
 #include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -60,67 +66,87 @@ int cmd_validate(int argc, char **argv) {
     throw UsageError{"--source: unknown source '" + source + "' (expected one of " +
                      source_names() + ")"};
   // the fixture's file is opened before anything is measured: a bad path
-  // fails at once
-  FILE *fx = fixture_out.empty() ? nullptr : open_output("--fixture-out", fixture_out);
-  auto drop_fixture = [&] {
-    if (!fx) return;
-    std::fclose(fx);
-    fx = nullptr;
-    if (fixture_out != "/dev/null") unlink(fixture_out.c_str());
-  };
+  // fails at once. It is a temporary file until the run finishes: an
+  // interrupted or failed run leaves whatever the path held.
+  AtomicOutput fixture;
+  if (!fixture_out.empty()) fixture.open("--fixture-out", fixture_out);
+  progress_enable(json);
   Run r;
   r.seconds = seconds;
   pr_set_tsc_before(&r.tsc_faults);  // first: this process has not used the library yet
-  if (!source.empty()) {
-    try {
-      force_source(source);  // the source under test
-    } catch (...) {
-      drop_fixture();
-      throw;
-    }
-  }
+  if (!source.empty()) force_source(source);  // the source under test (a UsageError drops the fixture)
   const tickclock_info *info = settled_info();
   const bool counter = info->source != TICKCLOCK_SOURCE_SYSTEM && info->source != TICKCLOCK_SOURCE_QPC;
   r.info = info;
   r.counter = counter;
   tkc_gather(nullptr, &r.ev);
   std::vector<Item> items;
-  std::vector<std::string> unfinished;  // checks not run or cut short by a signal
+  // checks not run or cut short by a signal: (check, reason)
+  std::vector<std::pair<std::string, std::string>> unfinished;
   for (size_t k = 0; k < kNumChecks; k++) {
     const Check &c = kChecks[k];
     if (interrupted()) {  // a check the signal kept from starting is listed, not run
-      items.push_back(Item{c.name, "INCOMPLETE", "not run: interrupted before it started", ""});
-      unfinished.push_back(c.name);
+      items.push_back(Item{c.name, "INCOMPLETE", "not run: interrupted before it started", "", ""});
+      unfinished.push_back({c.name, "not started: interrupted"});
       continue;
     }
-    Item it{c.name, "SKIP", "", ""};
+    progress_prefix(fmt("validate [%zu/%zu] %s: ", k + 1, kNumChecks, c.name));
+    progress("running");
+    Item it{c.name, "SKIP", "", "", ""};
     if (!c.run(r, it)) {  // a timed check the signal ended early: its figures are partial
       it.status = "INCOMPLETE";
       it.detail += " (cut short by the interruption)";
-      unfinished.push_back(it.name);
+      unfinished.push_back({it.name, "cut short: interrupted"});
     }
     items.push_back(it);
   }
+  progress_clear();
 
   const bool incomplete = interrupted();
   std::string unfinished_list;
-  for (const std::string &u : unfinished) unfinished_list += (unfinished_list.empty() ? "" : ", ") + u;
-  bool pass = true;
-  for (const Item &it : items) pass = pass && it.status != "FAIL";
+  for (const auto &u : unfinished) unfinished_list += (unfinished_list.empty() ? "" : ", ") + u.first;
+  // FAIL: any check failed. INCONCLUSIVE: none failed, but an essential one
+  // could not run. PASS: every check that applies ran and passed.
+  std::vector<size_t> failed, not_run;
+  for (size_t k = 0; k < items.size(); k++) {
+    if (items[k].status == "FAIL") failed.push_back(k);
+    if (items[k].status == "NOT_RUN" && kChecks[k].essential) not_run.push_back(k);
+  }
+  const bool pass = failed.empty();
+  std::string verdict_name = incomplete ? "INCOMPLETE"
+                             : !failed.empty() ? "FAIL"
+                             : !not_run.empty() ? "INCONCLUSIVE"
+                                                : "PASS";
+  std::string who = fmt("%s (%s)", info->source_name, info->forced ? "forced" : "tickclock's choice");
+  std::string names, next, nr_names, nr_next;
+  for (size_t k : failed) {
+    names += (names.empty() ? "" : ", ") + items[k].name;
+    next += (next.empty() ? "" : "; ") + items[k].name + ": " + kChecks[k].next_step;
+  }
+  for (size_t k : not_run) {
+    nr_names += (nr_names.empty() ? "" : ", ") + items[k].name;
+    nr_next += (nr_next.empty() ? "" : "; ") + items[k].name + ": " + items[k].advice;
+  }
   std::string verdict =
       incomplete
           ? fmt("INCOMPLETE: interrupted by %s; not finished: %s%s", interrupt_name(),
                 unfinished_list.c_str(), pass ? "" : " (and a check FAILED before that)")
-          : fmt("%s: %s (%s) %s every check that applies", pass ? "PASS" : "FAIL",
-                info->source_name, info->forced ? "forced" : "tickclock's choice",
-                pass ? "passed" : "did not pass");
-  if (incomplete) drop_fixture();  // an unfinished run is no record of the host
+      : !failed.empty()
+          ? "FAIL: " + who + " failed: " + names + ". Next: " + next +
+                (not_run.empty() ? "" : ". Also NOT run: " + nr_names + " (" + nr_next + ")")
+      : !not_run.empty()
+          ? "INCONCLUSIVE: " + who + " passed what ran, but the essential check" +
+                (not_run.size() > 1 ? "s " : " ") + nr_names +
+                (not_run.size() > 1 ? " were" : " was") + " NOT run. Next: " + nr_next
+          : "PASS: " + who + " passed every check that applies";
+  if (incomplete) fixture.abandon();  // an unfinished run is no record of the host
 
-  if (fx) {
+  if (FILE *fx = fixture.file()) {
+    std::string lower = verdict_name;
+    for (char &ch : lower) ch = (char)std::tolower((unsigned char)ch);
     std::fprintf(fx, "# tickclock fixture from `tickclock-probe validate`\n");
-    std::fprintf(fx, "# validate.verdict: %s\n", pass ? "pass" : "fail");
-    std::fprintf(fx, "# validate.source: %s (%s)\n", info->source_name,
-                 info->forced ? "forced" : "tickclock's choice");
+    std::fprintf(fx, "# validate.verdict: %s\n", lower.c_str());
+    std::fprintf(fx, "# validate.source: %s\n", who.c_str());
     std::fprintf(fx, "# validate.seconds: %g\n", seconds);
     std::fprintf(fx, "# observed.cpus: %zu\n", allowed_cpus().size());
     std::fprintf(fx, "# observed.drift_ppm: %.3f\n", r.drift_ppm);
@@ -157,40 +183,51 @@ int cmd_validate(int argc, char **argv) {
         std::fprintf(fx, "# expect.hz: %.0f\n", info->hz);
     }
     write_cpuid_dump(fx);
-    if (std::ferror(fx) || std::fclose(fx) != 0) {
-      std::fprintf(stderr, "tickclock-probe validate: --fixture-out %s: write failed\n",
-                   esc(fixture_out).c_str());
-      return 3;
+    if (!fixture.commit()) {
+      std::fprintf(stderr, "tickclock-probe validate: --fixture-out %s: write failed: %s\n",
+                   esc(fixture_out).c_str(), std::strerror(errno));
+      return kExitWrite;
     }
   }
 
   if (json) {
-    std::string o = "{\"command\":\"validate\",\"source\":" + json_str(info->source_name) +
+    std::string o = json_envelope("validate") + ",\"source\":" + json_str(info->source_name) +
                     ",\"forced\":" + json_b(info->forced) + ",\"seconds\":" + json_num(seconds) +
+                    ",\"cpus\":" + json_u(allowed_cpus().size()) +
                     ",\"interrupted\":" + json_b(incomplete) + ",\"unfinished\":[";
-    for (size_t k = 0; k < unfinished.size(); k++) o += (k ? "," : "") + json_str(unfinished[k]);
+    for (size_t k = 0; k < unfinished.size(); k++)
+      o += (k ? "," : "") + json_unfinished(unfinished[k].first, unfinished[k].second);
     o += "],\"checks\":[";
     for (size_t k = 0; k < items.size(); k++)
       o += (k ? "," : "") + std::string("{\"name\":") + json_str(items[k].name) +
-           ",\"status\":" + json_str(items[k].status) + ",\"detail\":" +
-           json_str(items[k].detail) + items[k].json_extra + "}";
-    o += "],\"verdict\":" + json_str(incomplete ? "INCOMPLETE" : pass ? "PASS" : "FAIL") +
-         ",\"summary\":" + json_str(verdict) + "}";
+           ",\"status\":" + json_str(items[k].status) + ",\"essential\":" +
+           json_b(kChecks[k].essential) + ",\"detail\":" + json_str(items[k].detail) +
+           items[k].json_extra + "}";
+    o += "],\"failed\":[";
+    for (size_t k = 0; k < failed.size(); k++)
+      o += (k ? "," : "") + json_unfinished(items[failed[k]].name, kChecks[failed[k]].next_step);
+    o += "],\"not_run\":[";
+    for (size_t k = 0; k < not_run.size(); k++)
+      o += (k ? "," : "") + json_unfinished(items[not_run[k]].name,
+                                            items[not_run[k]].detail + "; " + items[not_run[k]].advice);
+    o += "],\"verdict\":" + json_str(verdict_name) + ",\"summary\":" + json_str(verdict) + "}";
     std::printf("%s\n", o.c_str());
   } else {
     std::printf("tickclock-probe validate: %s (%s)\n", info->source_name, info->why);
     for (const Item &it : items)
-      std::printf("  [%-4s] %-12s %s\n", it.status.c_str(), it.name.c_str(), it.detail.c_str());
+      std::printf("  [%-4s] %-12s %s%s\n", it.status.c_str(), it.name.c_str(), it.detail.c_str(),
+                  it.advice.empty() ? "" : (" -- " + it.advice).c_str());
     std::printf("verdict: %s\n", verdict.c_str());
-    if (fx) std::printf("fixture written to %s\n", esc(fixture_out).c_str());
+    if (!fixture_out.empty() && !incomplete) std::printf("fixture written to %s\n", esc(fixture_out).c_str());
     else if (incomplete && !fixture_out.empty())
-      std::printf("fixture not written: the run did not finish\n");
+      std::printf("fixture not written: the run did not finish (%s left as it was)\n",
+                  esc(fixture_out).c_str());
   }
   if (incomplete) {
     std::fprintf(stderr, "tickclock-probe validate: %s\n", verdict.c_str());
     return interrupted_exit();
   }
-  return pass ? 0 : 1;
+  return !failed.empty() ? kExitFail : !not_run.empty() ? kExitInconclusive : kExitOk;
 }
 
 }  // namespace tickclock_probe

@@ -3,9 +3,12 @@
 // The cross-CPU ordering test alone (as Linux's tsc_sync does at boot):
 // threads pinned to each pair of CPUs hand a lock back and forth, each
 // taking an ordered reading inside it; a reading earlier than the one the
-// other CPU published is a warp. Exit 1 on any warp. --seconds S is the
-// total, split between the pairs. Ctrl-C: the pairs not (fully) tested are
-// listed, INCOMPLETE, exit 130.
+// other CPU published is a warp. Exit 1 on any warp; 4 (INCONCLUSIVE) when
+// one CPU is allowed while others are online (no pair to test). --seconds S
+// is the total, split between the pairs. Ctrl-C: the pairs not (fully)
+// tested are listed, INCOMPLETE, exit 130.
+#include <unistd.h>
+
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -28,34 +31,59 @@ int cmd_warp(int argc, char **argv) {
     return true;
   });
   if (!source.empty()) force_source(source);
+  progress_enable(json);
+  progress_prefix("warp: ");
   const tickclock_info *info = tickclock_info_get();
   std::vector<WarpPair> w = warp_test(read_now_ordered, seconds);
+  progress_clear();
   double ns_tick = ns_per_tick(info);
   uint64_t back = 0;
   for (const WarpPair &p : w) back += p.backward;
-  // pairs a Ctrl-C cut short or kept from starting
-  std::string unfinished;
-  size_t n_cpus = allowed_cpus().size();
-  size_t n_pairs = n_cpus * (n_cpus - 1) / 2;
+  // pairs a Ctrl-C cut short or kept from starting, in warp_test's order
+  std::vector<std::pair<std::string, std::string>> unfinished;  // (check, reason)
+  std::vector<int> cpus = allowed_cpus();
+  std::vector<std::pair<int, int>> pairs;
+  for (size_t i = 0; i < cpus.size(); i++)
+    for (size_t j = i + 1; j < cpus.size(); j++) pairs.push_back({cpus[i], cpus[j]});
   const bool incomplete = interrupted();
   if (incomplete) {
     for (const WarpPair &p : w)
-      if (!p.completed) unfinished += fmt("%s%d-%d (cut short)", unfinished.empty() ? "" : ", ", p.cpu_a, p.cpu_b);
-    if (w.size() < n_pairs)
-      unfinished += fmt("%s%zu pair(s) not started", unfinished.empty() ? "" : ", ", n_pairs - w.size());
-    if (unfinished.empty()) unfinished = "the summary";
+      if (!p.completed) unfinished.push_back({fmt("cpus %d-%d", p.cpu_a, p.cpu_b), "cut short"});
+    for (size_t k = w.size(); k < pairs.size(); k++)
+      unfinished.push_back({fmt("cpus %d-%d", pairs[k].first, pairs[k].second), "not started"});
+    if (unfinished.empty()) unfinished.push_back({"summary", "interrupted after the last pair"});
   }
+  std::string unfinished_list;
+  for (const auto &u : unfinished)
+    unfinished_list += (unfinished_list.empty() ? "" : ", ") + u.first + " (" + u.second + ")";
+  // one CPU allowed while others are online: per-CPU offsets not checked
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  const bool inconclusive = !incomplete && w.empty() && online > 1;
+  const char *verdict = incomplete ? "INCOMPLETE" : back ? "WARP" : inconclusive ? "INCONCLUSIVE" : "PASS";
+  std::string advice =
+      inconclusive ? fmt("1 CPU allowed to this process of %ld online: no pair to test, per-CPU "
+                         "offsets NOT checked; run with >= 2 CPUs (no taskset, a larger cpuset)",
+                         online)
+                   : std::string();
   if (json) {
-    std::string o = "{\"command\":\"warp\",\"source\":" + json_str(info->source_name) +
-                    ",\"interrupted\":" + json_b(interrupted()) + ",\"pairs\":[";
+    std::string o = json_envelope("warp") + ",\"source\":" + json_str(info->source_name) +
+                    ",\"interrupted\":" + json_b(incomplete) + ",\"cpus\":" + json_u(cpus.size()) +
+                    ",\"online_cpus\":" + (online > 0 ? json_u((unsigned long long)online) : "null") +
+                    ",\"pairs\":[";
     for (size_t k = 0; k < w.size(); k++)
       o += (k ? "," : "") + fmt("{\"cpu_a\":%d,\"cpu_b\":%d,\"pinned\":%s,", w[k].cpu_a, w[k].cpu_b,
                                 w[k].pinned ? "true" : "false") +
            "\"iterations\":" + json_u(w[k].iterations) + ",\"backward\":" +
            json_u(w[k].backward) + ",\"max_warp_ns\":" +
-           json_num((double)w[k].max_warp_ticks * ns_tick) + "}";
-    std::printf("%s],\"backward\":%" PRIu64 ",\"complete\":%s,\"unfinished\":%s}\n", o.c_str(), back,
-                incomplete ? "false" : "true", incomplete ? json_str(unfinished).c_str() : "null");
+           json_num((double)w[k].max_warp_ticks * ns_tick) + ",\"completed\":" +
+           json_b(w[k].completed) + "}";
+    o += "],\"backward\":" + json_u(back) + ",\"complete\":" + json_b(!incomplete) +
+         ",\"unfinished\":[";
+    for (size_t k = 0; k < unfinished.size(); k++)
+      o += (k ? "," : "") + json_unfinished(unfinished[k].first, unfinished[k].second);
+    o += "],\"verdict\":" + json_str(verdict) + ",\"summary\":" +
+         json_str(inconclusive ? "INCONCLUSIVE: " + advice : std::string(verdict)) + "}";
+    std::printf("%s\n", o.c_str());
   } else {
     std::printf("tickclock-probe warp: %s, %zu CPU pair(s)\n", info->source_name, w.size());
     std::printf("  %5s %5s %14s %10s %16s\n", "cpu", "cpu", "hand-offs", "backward", "largest warp");
@@ -63,20 +91,23 @@ int cmd_warp(int argc, char **argv) {
       std::printf("  %5d %5d %14" PRIu64 " %10" PRIu64 " %13.1f ns%s\n", p.cpu_a, p.cpu_b,
                   p.iterations, p.backward, (double)p.max_warp_ticks * ns_tick,
                   p.pinned ? "" : "  (not pinned)");
-    if (w.empty()) std::printf("  one CPU: nothing to compare\n");
+    if (w.empty() && !incomplete) std::printf("  one CPU: nothing to compare\n");
     if (incomplete)
       std::printf("INCOMPLETE: interrupted by %s; not finished: %s%s\n", interrupt_name(),
-                  unfinished.c_str(), back ? " (WARP seen before that)" : "");
+                  unfinished_list.c_str(), back ? " (WARP seen before that)" : "");
+    else if (back)
+      std::printf("WARP: readings went backwards across CPUs\n");
+    else if (inconclusive)
+      std::printf("INCONCLUSIVE: %s\n", advice.c_str());
     else
-      std::printf("%s\n", back ? "WARP: readings went backwards across CPUs"
-                               : "no warp observed");
+      std::printf("no warp observed\n");
   }
   if (incomplete) {
     std::fprintf(stderr, "tickclock-probe warp: INCOMPLETE: interrupted by %s; not finished: %s\n",
-                 interrupt_name(), unfinished.c_str());
+                 interrupt_name(), unfinished_list.c_str());
     return interrupted_exit();
   }
-  return back ? 1 : 0;
+  return back ? kExitFail : inconclusive ? kExitInconclusive : kExitOk;
 }
 
 }  // namespace tickclock_probe

@@ -1,5 +1,6 @@
 // tickclock-probe subcommands. Each returns the process exit status:
-// 0 success, 1 a check failed, 128 + N interrupted by signal N; bad input
+// 0 success, 1 a check failed, 4 inconclusive (kExitInconclusive: an
+// essential check could not run), 128 + N interrupted by signal N; bad input
 // is thrown as a UsageError (main prints one line, exit 2).
 #ifndef TICKCLOCK_PROBE_COMMANDS_H
 #define TICKCLOCK_PROBE_COMMANDS_H

@@ -1,9 +1,10 @@
 // tickclock-probe: subcommand dispatcher. Add a subcommand by writing
 // cmd_NAME.cc, declaring it in commands.h and listing it below.
 //
-// Exit status: 0 success; 1 a check failed; 2 bad input (one line on
-// stderr, "tickclock-probe CMD: ..."); 3 the output could not be written;
-// 128 + N interrupted by signal N (130 for Ctrl-C) before the run finished.
+// Exit status (listed in --help): 0 success; 1 a check failed; 2 bad input
+// (one line on stderr, "tickclock-probe CMD: ..."); 3 the output could not
+// be written; 4 inconclusive (an essential check could not run); 128 + N
+// interrupted by signal N (130 for Ctrl-C, 143 for SIGTERM).
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -18,28 +19,47 @@ namespace tickclock_probe {
 namespace {
 
 const Command kCommands[] = {
-    {"", cmd_report, "[--json]",
-     "The report: source, frequency, candidates, reasons.\n"
-     "  --json        machine-readable (keys in README.md)\n"},
+    {"", cmd_report, "report [--json]",
+     "The report: source, frequency, candidates, reasons. The default: `tickclock-probe`\n"
+     "with no subcommand is the same as `tickclock-probe report`.\n"
+     "  --json        machine-readable (src/probe/schema/tickclock-probe.schema.json)\n"},
     {"timing", cmd_timing, "timing [--seconds S] [--source NAME|all] [--json] [--svg F]",
      "pg_test_timing for every read this machine has.\n"
      "  --seconds S   total measuring time, split evenly between the sources (default 1)\n"
      "  --source NAME one read (tickclock_now, rdtsc, clock_gettime, ...) or all (default)\n"
      "  --json        machine-readable\n"
-     "  --svg F       also draw the histograms into F (checked before measuring)\n"},
+     "  --svg F       also draw the histograms into F (checked before measuring)\n"
+     "Ends with a summary table, one line per source.\n"
+     "Exit: 0 done, 1 a read stepped backwards, 2 bad input, 3 output not written,\n"
+     "130/143 interrupted (INCOMPLETE).\n"},
     {"validate", cmd_validate,
      "validate [--seconds S] [--source NAME] [--fixture-out F] [--json]",
-     "The checklist for a new machine or hypervisor; exit 0 only if every check passes.\n"
+     "The checklist for a new machine or hypervisor: cpuid, clocksource, frequency,\n"
+     "drift, monotonic, warp, read_cost, pr_set_tsc. Each is PASS, FAIL, SKIP (does not\n"
+     "apply here) or NOT_RUN (applies, but could not run here).\n"
+     "Essential checks: cpuid, clocksource, frequency, drift, monotonic, warp. warp is\n"
+     "the only check that sees per-CPU offsets; pinned to one CPU (taskset -c 0, a\n"
+     "one-CPU cpuset) while others are online it cannot run: run with >= 2 CPUs.\n"
      "  --seconds S   time for drift, monotonicity and warp together (default 2)\n"
      "  --source NAME force a source: auto, system, tsc, ... (default: tickclock's choice)\n"
-     "  --fixture-out F  write this host's fixture to F (checked before measuring)\n"
+     "  --fixture-out F  write this host's fixture to F (checked before measuring;\n"
+     "                written to a temporary file and renamed over F only when the\n"
+     "                run finishes: an interrupted run leaves F as it was)\n"
      "  --json        machine-readable\n"
-     "Exit: 0 PASS, 1 FAIL, 2 bad input, 130 interrupted (INCOMPLETE).\n"},
+     "Verdicts and exit status:\n"
+     "  0   PASS          every check that applies ran and passed\n"
+     "  1   FAIL          a check failed (named, with the next step)\n"
+     "  4   INCONCLUSIVE  nothing failed, but an essential check could not run\n"
+     "                    (named, with what to do: e.g. run with >= 2 CPUs)\n"
+     "  130 INCOMPLETE    interrupted by SIGINT (143: SIGTERM); no fixture written\n"
+     "  2   bad input, 3 the output or the fixture could not be written\n"},
     {"warp", cmd_warp, "warp [--seconds S] [--source NAME] [--json]",
-     "Cross-CPU ordering test (every CPU pair); exit 1 on any warp.\n"
+     "Cross-CPU ordering test (every CPU pair).\n"
      "  --seconds S   total time, split between the CPU pairs (default 2)\n"
      "  --source NAME force a source (default: tickclock's choice)\n"
-     "  --json        machine-readable\n"},
+     "  --json        machine-readable\n"
+     "Exit: 0 no warp, 1 a warp, 4 INCONCLUSIVE (one CPU allowed while others are\n"
+     "online: no pair to test; run with >= 2 CPUs), 130/143 interrupted.\n"},
     {"cpuid", cmd_cpuid, "cpuid [--file F] [--dump] [--json]",
      "Decode this CPU or a recorded dump.\n"
      "  --file F      a fixture (LEAF SUBLEAF EAX EBX ECX EDX lines); a regular file\n"
@@ -49,11 +69,26 @@ const Command kCommands[] = {
 
 void usage(FILE *f) {
   std::fprintf(f, "usage: tickclock-probe <subcommand> [options]\n");
+  std::fprintf(f, "  tickclock-probe [--json]   (no subcommand: the report)\n");
   for (const Command &c : kCommands) std::fprintf(f, "  tickclock-probe %s\n", c.usage);
   std::fprintf(f,
+               "  tickclock-probe help [SUBCOMMAND]\n"
                "  tickclock-probe --version\n"
-               "Every subcommand takes --help. Bad input gets a one-line error and exit "
-               "status 2.\n");
+               "Every subcommand takes --help (or: tickclock-probe help SUBCOMMAND).\n"
+               "On a terminal, timing, validate and warp show a progress line on stderr\n"
+               "(never in a pipe, never with --json).\n"
+               "--json output: one object with schema_version, tool_version, command and\n"
+               "host first; the schema is src/probe/schema/tickclock-probe.schema.json.\n"
+               "Exit status:\n"
+               "  0    success; validate: PASS\n"
+               "  1    a check failed: validate FAIL, a warp, a backward step in timing\n"
+               "  2    bad input: unknown subcommand or option, bad value, unreadable or\n"
+               "       malformed file, bad TICKCLOCK_SOURCE (one line on stderr)\n"
+               "  3    the output (stdout, --svg, --fixture-out) could not be written\n"
+               "  4    INCONCLUSIVE: validate or warp could not run an essential check\n"
+               "       (e.g. pinned to one CPU: per-CPU offsets not checked)\n"
+               "  130  interrupted by SIGINT (Ctrl-C): INCOMPLETE, partial results printed\n"
+               "  143  interrupted by SIGTERM: the same\n");
 }
 
 void command_usage(const Command &c) {
@@ -105,6 +140,30 @@ int main(int argc, char **argv) {
     usage(stdout);
     return finish(report, 0);
   }
+  // help [SUBCOMMAND]: the same as --help, or SUBCOMMAND --help
+  if (argc >= 2 && std::strcmp(argv[1], "help") == 0) {
+    if (argc == 2) {
+      usage(stdout);
+      return finish(report, 0);
+    }
+    if (argc > 3) {
+      std::fprintf(stderr, "tickclock-probe: help takes one subcommand, got %d arguments\n",
+                   argc - 2);
+      return 2;
+    }
+    for (const Command &c : kCommands) {
+      if (std::strcmp(argv[2], c.name[0] ? c.name : "report") != 0) continue;
+      command_usage(c);
+      return finish(c, 0);
+    }
+    std::fprintf(stderr,
+                 "tickclock-probe: help: unknown subcommand '%s' (expected report, timing, "
+                 "validate, warp, cpuid)\n",
+                 esc(argv[2]).c_str());
+    return 2;
+  }
+  // report: the same as no subcommand
+  if (argc >= 2 && std::strcmp(argv[1], "report") == 0) return run(report, argc - 1, argv + 1);
   if (argc >= 2 && std::strcmp(argv[1], "--version") == 0) {
     std::printf("tickclock-probe %d.%d.%d (tickclock %d.%d.%d)\n", TICKCLOCK_VERSION_MAJOR,
                 TICKCLOCK_VERSION_MINOR, TICKCLOCK_VERSION_PATCH, TICKCLOCK_VERSION_MAJOR,
@@ -121,8 +180,8 @@ int main(int argc, char **argv) {
     return run(c, argc - 1, argv + 1);
   }
   std::fprintf(stderr,
-               "tickclock-probe: unknown subcommand '%s' (expected timing, validate, warp, "
-               "cpuid; try --help)\n",
+               "tickclock-probe: unknown subcommand '%s' (expected report, timing, validate, "
+               "warp, cpuid, help; try --help)\n",
                esc(argv[1]).c_str());
   return 2;
 }

@@ -73,7 +73,7 @@ const tickclock_info *settled_info();
 // The source names, from the core's name table: "auto, system, tsc, ...".
 std::string source_names();
 
-// Opens an output file (--svg, --fixture-out) before any measurement, so
+// Opens an output file (--svg; --fixture-out goes through AtomicOutput) before any measurement, so
 // a bad path fails at once. A regular file or a character device
 // (/dev/null, /dev/full); a FIFO, directory or socket is refused without
 // blocking. Throws a UsageError naming the option and the path.
@@ -162,6 +162,72 @@ std::string bar(double fraction, int width);
 std::string json_num(double v);  // finite -> number, else null
 // A frequency in full double precision (round-trips: %.17g), else null.
 std::string json_hz(double v);
+
+}  // namespace tickclock_probe
+
+
+namespace tickclock_probe {
+
+// ---- JSON envelope -----------------------------------------------------------
+// Every JSON document the probe prints starts with these keys (the schema:
+// src/probe/schema/tickclock-probe.schema.json):
+//   "schema_version": kSchemaVersion, "tool_version": "MAJOR.MINOR.PATCH",
+//   "command": CMD, "host": {kernel_release, cpu_model, hypervisor,
+//   clocksource} (each a string or null where unknown).
+// Raise kSchemaVersion when a key is removed or changes its type.
+constexpr int kSchemaVersion = 2;
+std::string tool_version();
+// `{"schema_version":2,...,"host":{...}` without the closing brace: the
+// command appends ",KEY:VALUE..." and "}".
+std::string json_envelope(const char *command);
+// {"check":..., "reason":...}: one entry of an "unfinished" or "not_run" list.
+std::string json_unfinished(const std::string &check, const std::string &reason);
+
+// ---- exit status ---------------------------------------------------------------
+enum ExitStatus {
+  kExitOk = 0,            // PASS / success
+  kExitFail = 1,          // a check failed
+  kExitUsage = 2,         // bad input
+  kExitWrite = 3,         // the output could not be written
+  kExitInconclusive = 4,  // an essential check could not run (validate, warp)
+};
+
+// ---- progress ------------------------------------------------------------------
+// One line on stderr, rewritten in place with '\r', only when stderr is a
+// terminal and the output is not JSON (never in a pipe or a log).
+void progress_enable(bool json);
+void progress(const char *f, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+void progress_clear();  // erases the line (before the report is printed)
+// Text put before every progress line ("validate [6/8] warp: ").
+void progress_prefix(const std::string &p);
+
+// ---- an output file replaced only on success ----------------------------------
+// --fixture-out: the data goes to a temporary file in the same folder,
+// renamed over PATH by commit(); abandon() (or the destructor) removes the
+// temporary and leaves whatever PATH held untouched. A character device
+// (/dev/null) is written directly. open() checks the path before anything
+// is measured and throws a UsageError naming the option.
+class AtomicOutput {
+ public:
+  AtomicOutput() = default;
+  ~AtomicOutput() { abandon(); }
+  AtomicOutput(const AtomicOutput &) = delete;
+  AtomicOutput &operator=(const AtomicOutput &) = delete;
+  void open(const std::string &opt, const std::string &path);
+  FILE *file() const { return f_; }
+  // flushes, closes and renames; false (errno set) when any of it failed,
+  // the temporary then removed
+  bool commit();
+  void abandon();
+
+ private:
+  FILE *f_ = nullptr;
+  std::string path_, tmp_;  // tmp_ empty: writing PATH directly
+};
 
 }  // namespace tickclock_probe
 

@@ -13,8 +13,11 @@
 namespace tickclock_probe {
 
 struct Item {
-  std::string name, status, detail;  // status: PASS FAIL SKIP INCOMPLETE
-  std::string json_extra;           // ,"key":value...
+  // status: PASS, FAIL, SKIP (does not apply here), NOT_RUN (applies, but
+  // could not run here: why in detail, what to do in advice), INCOMPLETE
+  std::string name, status, detail;
+  std::string json_extra;  // ,"key":value...
+  std::string advice;      // NOT_RUN: what would let it run
 };
 
 struct TscFaults {
@@ -41,10 +44,14 @@ struct Run {
 };
 
 // A check fills it (its status starts as SKIP) and returns whether it ran
-// to completion (false: a signal cut its measurement short).
+// to completion (false: a signal cut its measurement short). An essential
+// check that is NOT_RUN makes the verdict INCONCLUSIVE; next_step is what
+// the verdict says to do when the check FAILs.
 struct Check {
   const char *name;
   bool (*run)(Run &r, Item &it);
+  bool essential;
+  const char *next_step;
 };
 extern const Check kChecks[];
 extern const size_t kNumChecks;

@@ -111,7 +111,8 @@ bool check_drift(Run &r, Item &it) {
   uint64_t c0, r0, w0, c1, r1, w1;
   bracket(&c0, &r0, &w0);
   uint64_t end = r0 + (uint64_t)(span * 1e9);
-  while (mono_raw_ns() < end && !interrupted()) {
+  for (uint64_t now = mono_raw_ns(); now < end && !interrupted(); now = mono_raw_ns()) {
+    progress("%.1f of %.1f s", (double)(now - r0) / 1e9, span);
     struct timespec req = {0, 5000000};
     nanosleep(&req, nullptr);
   }
@@ -147,8 +148,12 @@ bool check_monotonic(Run &r, Item &it) {
     unpinned += !c.pinned;
   }
   it.status = r.mono_back ? "FAIL" : "PASS";
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
   it.detail = fmt("%" PRIu64 " reads on %zu CPUs, %" PRIu64 " backward steps%s", reads, m.size(),
                   r.mono_back, unpinned ? " (some threads could not be pinned)" : "");
+  if (online > 0 && (size_t)online > allowed_cpus().size())
+    it.detail += fmt(" (on the %zu of %ld online CPUs this process may use)", allowed_cpus().size(),
+                     online);
   it.json_extra = ",\"reads\":" + json_u(reads) + ",\"cpus\":" + json_u(m.size()) +
                   ",\"backward\":" + json_u(r.mono_back);
   bool all_done = m.size() == allowed_cpus().size();
@@ -166,13 +171,17 @@ bool check_warp(Run &r, Item &it) {
   }
   double warp_ns = (double)r.warp_max * (r.counter ? ns_per_tick(r.info) : 1.0);
   long online = sysconf(_SC_NPROCESSORS_ONLN);
-  if (w.empty()) {
+  if (w.empty() && online > 1) {
+    // the check applies (this program may run on the other CPUs) but has no
+    // pair here: not a pass
+    it.status = "NOT_RUN";
+    it.detail = fmt("one CPU allowed to this process of %ld online: per-CPU offsets NOT "
+                    "checked (drift and calibration cannot see them)",
+                    online);
+    it.advice = "run with >= 2 CPUs (no taskset, a cpuset or container with more CPUs)";
+  } else if (w.empty()) {
     it.status = "SKIP";
-    it.detail = online > 1 && r.counter
-                    ? fmt("one CPU allowed to this process of %ld online: per-CPU offsets NOT "
-                          "checked (drift and calibration cannot see them)",
-                          online)
-                    : std::string("one CPU: no pair to compare");
+    it.detail = "one CPU online: no pair to compare, no per-CPU offset possible";
   } else {
     it.status = r.warp_back ? "FAIL" : "PASS";
     it.detail = fmt("%zu CPU pairs, %" PRIu64 " ordered hand-offs, %" PRIu64
@@ -251,11 +260,32 @@ bool check_pr_set_tsc(Run &r, Item &it) {
 
 }  // namespace
 
+// essential: the checks without which the source cannot be trusted (a
+// counter's flags and the kernel's verdict, its frequency, its rate against
+// the OS, its order on one CPU and across CPUs). read_cost and pr_set_tsc
+// are about cost and a fault path: their SKIP never makes a run inconclusive.
 const Check kChecks[] = {
-    {"cpuid", check_cpuid},         {"clocksource", check_clocksource},
-    {"frequency", check_frequency}, {"drift", check_drift},
-    {"monotonic", check_monotonic}, {"warp", check_warp},
-    {"read_cost", check_read_cost}, {"pr_set_tsc", check_pr_set_tsc},
+    {"cpuid", check_cpuid, true,
+     "the CPU does not state an invariant TSC: use the OS clock here (TICKCLOCK_SOURCE=system)"},
+    {"clocksource", check_clocksource, true,
+     "the kernel does not trust the TSC (see `dmesg | grep -i clocksource`): use the OS clock "
+     "here (TICKCLOCK_SOURCE=system)"},
+    {"frequency", check_frequency, true,
+     "frequency sources disagree: keep TICKCLOCK_SOURCE=system and send the fixture "
+     "(--fixture-out) with the report (tickclock-probe --json)"},
+    {"drift", check_drift, true,
+     "the converted counter drifts from CLOCK_MONOTONIC_RAW: rerun with --seconds 10 on an idle "
+     "host; if it persists, use TICKCLOCK_SOURCE=system and send the fixture"},
+    {"monotonic", check_monotonic, true,
+     "reads stepped back on one CPU: use TICKCLOCK_SOURCE=system and send the fixture"},
+    {"warp", check_warp, true,
+     "per-CPU offsets (reads went back across CPUs): use TICKCLOCK_SOURCE=system on this host "
+     "and send the fixture"},
+    {"read_cost", check_read_cost, false,
+     "a read costs more than clock_gettime (trapped or emulated): use TICKCLOCK_SOURCE=system"},
+    {"pr_set_tsc", check_pr_set_tsc, false,
+     "the PR_SET_TSC fallback misbehaved: send the fixture and the JSON output with a bug "
+     "report"},
 };
 const size_t kNumChecks = sizeof kChecks / sizeof kChecks[0];
 

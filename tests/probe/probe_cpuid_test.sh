@@ -47,7 +47,7 @@ python3 - "$probe" "${dirs[@]}" <<'PY' || fail=1
 import json, os, shlex, subprocess, sys
 probe, dirs = sys.argv[1], sys.argv[2:]
 cmd = shlex.split(os.environ["TICKCLOCK_PROBE_CMD"])
-keys = ["vendor", "family", "model", "stepping", "tsc", "rdtscp", "invariant_tsc",
+keys = ["schema_version", "tool_version", "command", "host", "vendor", "family", "model", "stepping", "tsc", "rdtscp", "invariant_tsc",
         "hypervisor_bit", "leaf15", "base_mhz", "hypervisor", "brand", "tsc_hz",
         "tsc_hz_linux", "crystal_table"]
 n = bad = 0
