@@ -104,20 +104,24 @@ static uint64_t tkc_ts_ns(const struct timespec *ts) {
 #endif
 
 #if defined(TKC_HAVE_CLOCK_SYSCALL)
+#if defined(__x86_64__)
+typedef struct {
+  long long sec, nsec;
+} tkc_kernel_timespec;
+/* the kernel writes 16 bytes, x32 (ILP32 on x86-64) included */
+typedef char tkc_kernel_timespec_is_16_bytes[sizeof(tkc_kernel_timespec) == 16 ? 1 : -1];
+#else
+typedef struct {
+  long sec, nsec;
+} tkc_kernel_timespec;
+#endif
+
 /* clock_gettime through the system call, into the kernel's own timespec:
  * two longs on i386, two 64-bit integers on x86-64 and on x32 (where long
  * is 32 bits and the kernel still writes 16 bytes), whatever time_t the C
  * library uses. 0 when it failed. */
 static int tkc_clock_syscall(int id, uint64_t *ns) {
-#if defined(__x86_64__)
-  struct {
-    long long sec, nsec;
-  } k;
-#else
-  struct {
-    long sec, nsec;
-  } k;
-#endif
+  tkc_kernel_timespec k;
   if (syscall(SYS_clock_gettime, (long)id, &k) != 0 || k.sec < 0 || k.nsec < 0) return 0;
   *ns = (uint64_t)k.sec * UINT64_C(1000000000) + (uint64_t)k.nsec;
   return 1;

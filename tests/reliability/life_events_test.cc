@@ -467,3 +467,42 @@ TEST_CASE("fork() from a handler that interrupted the first initialisation, the 
     EXPECT(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
   }, 30));
 }
+
+namespace {
+std::atomic<int> g_holder_in(0);
+void *long_init(void *) {
+  tickclock_config cfg = {TICKCLOCK_SOURCE_TSC, 300, 0};  // 300 ms under the lock
+  g_holder_in = 1;
+  (void)tickclock_init(&cfg);
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("a child forked without the fork handlers (the raw system call) takes over the lock a parent's thread held") {
+#if defined(TCTEST_TSAN)
+  tctest::skip("a raw fork under ThreadSanitizer: its runtime's own state is not forked with it");
+  return;
+#endif
+  check_clean(in_child([] {
+    (void)tickclock_now();
+    pthread_t t;
+    EXPECT(pthread_create(&t, nullptr, long_init, nullptr) == 0);
+    while (g_holder_in.load() == 0) sleep_ms(1);
+    sleep_ms(30);  // inside its 300 ms calibration, the lock held
+    pid_t pid = (pid_t)syscall(SYS_clone, (long)SIGCHLD, 0L, 0L, 0L, 0L);  // no atfork handler runs
+    if (pid == 0) {
+      alarm(5);
+      uint64_t a = tickclock_now();
+      if (tickclock_init(NULL) != TICKCLOCK_OK) _exit(31);  // the lock copied held: taken over
+      if (tickclock_revalidate() < 0) _exit(32);
+      if (tickclock_delta_ns(a, tickclock_now()) < 0) _exit(33);
+      _exit(0);
+    }
+    EXPECT(pid > 0);
+    int st = wait_for(pid, 8000);
+    fprintf(stderr, "a raw fork while another thread held the lock: status %d (exit %d, signal %d)\n", st,
+            st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1, st != -1 && WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    EXPECT(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    pthread_join(t, nullptr);
+  }, 30));
+}
