@@ -21,7 +21,11 @@
 #  9. without bash (no single header) the library, its suites and a C
 #     consumer still build, and the source headers are installed;
 # 10. the minimum CMake version is at least 3.14 (FetchContent_MakeAvailable)
-#     and the README's vendoring section says the same version.
+#     and the README's vendoring section says the same version;
+# 11. .github/workflows/matrix.yml: the MSVC job gives CMake a doctest and
+#     runs ctest with --no-tests=error; every Linux job that runs ci/deps
+#     (Debian package names; also through ci/test and ci/matrix) runs in a
+#     debian:bookworm container.
 # Every program built is run.
 # Usage: cmake_test.sh [--source TICKCLOCK_CHECKOUT] [--same-as BAZEL_SINGLE_HEADER]
 set -uo pipefail
@@ -249,6 +253,36 @@ cmake_minimum() {
   fi
 }
 step cmake_minimum_version cmake_minimum
+
+# 11. the workflow's CMake and container settings (read as text, job by job).
+workflow() {
+  local wf="$src/.github/workflows/matrix.yml"
+  [[ -f "$wf" ]] || { echo "no $wf"; return 1; }
+  awk '
+    /^jobs:/ { in_jobs = 1; next }
+    in_jobs && /^  [A-Za-z0-9_-]+:[ ]*$/ { job = $1; sub(":", "", job); jobs[job] = 1; next }
+    in_jobs && job != "" {
+      if ($0 ~ /runs-on: *ubuntu/) linux[job] = 1
+      if ($0 ~ /container: *debian:bookworm/) container[job] = 1
+      # the scripts that install with ci/deps (ci/matrix --merge does not)
+      if ($0 ~ /(^|[ |])ci\/(deps|test)/ || ($0 ~ /(^|[ |])ci\/matrix/ && $0 !~ /--merge/)) ci[job] = 1
+      if ($0 ~ /ctest .*--no-tests=error/ || $0 ~ /--no-tests=error/) notests[job] = 1
+      if ($0 ~ /TICKCLOCK_DOCTEST_INCLUDE_DIR=/) doctest[job] = 1
+      if ($0 ~ /runs-on: *windows/) windows[job] = 1
+    }
+    END {
+      bad = 0
+      for (j in jobs) {
+        if (linux[j] && ci[j] && !container[j]) { print "job " j ": ci/ scripts on Ubuntu without container: debian:bookworm"; bad = 1 }
+        if (windows[j] && !notests[j]) { print "job " j ": ctest without --no-tests=error"; bad = 1 }
+        if (windows[j] && !doctest[j]) { print "job " j ": no TICKCLOCK_DOCTEST_INCLUDE_DIR for the suites"; bad = 1 }
+        if (windows[j]) nwin++
+      }
+      if (!nwin) { print "no Windows job"; bad = 1 }
+      exit bad
+    }' "$wf"
+}
+step workflow_cmake_and_containers workflow
 
 if [[ -n "$bazel_header" ]]; then
   step same_header_as_bazel cmp "$bazel_header" "$prefix/include/tickclock.h"
