@@ -3,18 +3,11 @@
 # Installed with its man page and bash completion (cmake/probe/).
 enable_language(CXX)
 
-set(TICKCLOCK_PROBE_SOURCES
-  checks.cc cmd_cpuid.cc cpuid_dump.cc cmd_report.cc cmd_timing.cc cmd_validate.cc
-  validate_checks.cc validate_faults.cc cmd_warp.cc main.cc util.cc)
-# A subcommand added to src/probe (cmd_*.cc) is built without editing this
-# list; the fixed list above keeps the order and catches a removed file.
-file(GLOB _tickclock_probe_cmds CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/src/probe/cmd_*.cc")
-set(_tickclock_probe_srcs "")
-foreach(_f ${TICKCLOCK_PROBE_SOURCES})
-  list(APPEND _tickclock_probe_srcs "${CMAKE_CURRENT_SOURCE_DIR}/src/probe/${_f}")
-endforeach()
-list(APPEND _tickclock_probe_srcs ${_tickclock_probe_cmds})
-list(REMOVE_DUPLICATES _tickclock_probe_srcs)
+# Every .cc of src/probe but tests: src/probe/BUILD lists the same files,
+# and a file added there (a new subcommand's cmd_NAME.cc) is built here
+# without editing this list.
+file(GLOB _tickclock_probe_srcs CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/src/probe/*.cc")
+list(FILTER _tickclock_probe_srcs EXCLUDE REGEX "_test\\.cc$")
 
 add_executable(tickclock-probe ${_tickclock_probe_srcs})
 set_target_properties(tickclock-probe PROPERTIES
