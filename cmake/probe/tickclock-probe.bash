@@ -14,7 +14,7 @@ _tickclock_probe() {
     cword=$COMP_CWORD
   fi
 
-  local subcommands="timing validate warp cpuid"
+  local subcommands="report timing validate warp cpuid help"
   local sources="auto system tsc cntvct timebase tod rdtime qpc"
   local reads="all tickclock_now tickclock_now_ordered rdtsc lfence_rdtsc rdtscp clock_gettime clock_gettime_raw clock_gettime_coarse"
 
@@ -48,6 +48,8 @@ _tickclock_probe() {
   local opts
   case $sub in
     "") opts="--json --help --version $subcommands" ;;
+    report) opts="--json --help" ;;
+    help) opts="report timing validate warp cpuid" ;;
     timing) opts="--seconds --source --json --svg --help" ;;
     validate) opts="--seconds --source --fixture-out --json --help" ;;
     warp) opts="--seconds --source --json --help" ;;

@@ -142,7 +142,7 @@ int main(int argc, char **argv) {
   }
   // help [SUBCOMMAND]: the same as --help, or SUBCOMMAND --help
   if (argc >= 2 && std::strcmp(argv[1], "help") == 0) {
-    if (argc == 2) {
+    if (argc == 2 || (argc == 3 && is_help(argv[2]))) {
       usage(stdout);
       return finish(report, 0);
     }

@@ -207,13 +207,22 @@ probe_docs() {
   }
   local top
   top=$(complete_words tickclock-probe "")
-  # the top level's own options: those outside the subcommands' usage lines
-  for o in $(grep -v '^  tickclock-probe [a-z]' <<<"$help" | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+  # the top level's own options: its usage lines that name no subcommand
+  for o in $(grep '^  tickclock-probe ' <<<"$help" | grep -v '^  tickclock-probe [a-z]' |
+             grep -o -- '--[a-z][a-z-]*' | sort -u); do
     grep -qx -- "$o" <<<"$top" || { echo "completion lacks top-level $o"; missing=1; }
   done
   for sub in $subs; do
     grep -q -- "tickclock-probe $sub" <<<"$text" || { echo "man page lacks subcommand $sub"; missing=1; }
     grep -qx -- "$sub" <<<"$top" || { echo "completion lacks subcommand $sub"; missing=1; }
+    if [[ $sub == help ]]; then # its argument is a subcommand's name
+      local named
+      named=$(complete_words tickclock-probe help "")
+      for o in $subs; do
+        [[ $o == help ]] || grep -qx -- "$o" <<<"$named" || { echo "completion lacks help $o"; missing=1; }
+      done
+      continue
+    fi
     opts=$("$probe" "$sub" --help | grep -o -- '--[a-z][a-z-]*' | sort -u)
     local offered
     offered=$(complete_words tickclock-probe "$sub" --)
