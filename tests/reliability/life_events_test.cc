@@ -32,6 +32,7 @@
 #include "tests/support/host_facts.h"
 #include "tests/support/skip.h"
 
+using tctest::check_clean;
 using tctest::in_child;
 using tctest::sleep_ms;
 
@@ -42,17 +43,6 @@ uint64_t raw_ns() {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void check_clean(int st) {
-  if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 77) {
-    MESSAGE("skipped (the child said why)");
-    return;
-  }
-  INFO("hung: " << (st == -1) << ", exited " << (st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1)
-                << ", signal " << (st != -1 && WIFSIGNALED(st) ? WTERMSIG(st) : 0));
-  CHECK(st != -1);
-  CHECK(WIFEXITED(st));
-  CHECK(WEXITSTATUS(st) == 0);
-}
 
 // Where the host's facts say the TSC must be chosen: "" (the cases that
 // need the counter in use run), else why not (they skip, saying so).
@@ -61,18 +51,6 @@ std::string counter_missing() {
   return m;
 }
 
-// The child's status after at most limit_ms (-1: still running, killed).
-int wait_for(pid_t pid, int limit_ms) {
-  int st = 0;
-  for (int waited = 0; waited < limit_ms; waited++) {
-    if (waitpid(pid, &st, WNOHANG) == pid) return st;
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, nullptr);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &st, 0);
-  return -1;
-}
 
 void *first_use(void *) {
   (void)tickclock_now();
@@ -108,7 +86,7 @@ TEST_CASE("fork() racing two threads' first use: every child works (rounds from 
       for (auto &t : th) pthread_join(t, nullptr);
       _exit(WIFSIGNALED(st) ? 3 : WIFEXITED(st) ? WEXITSTATUS(st) : 7);
     }
-    int st = wait_for(p, 10000);
+    int st = tctest::wait_child(p, 10000);
     if (st == -1 || (WIFEXITED(st) && WEXITSTATUS(st) == 3))
       hung++;
     else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
@@ -402,7 +380,7 @@ TEST_CASE("RDTSC disabled before first use, a handler during the first initialis
       setitimer(ITIMER_REAL, &off, nullptr);
       _exit(g_pr_hits.load() > 0 ? 1 : 0);
     }
-    int st = wait_for(pid, 10000);
+    int st = tctest::wait_child(pid, 10000);
     if (st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV)
       trapped++;
     else if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) <= 1)
@@ -464,7 +442,7 @@ TEST_CASE("fork() from a handler that interrupted the first initialisation, the 
     EXPECT(g_gc_pid.load() > 0);
     int st = 0;
     pid_t gc = (pid_t)g_gc_pid.load();
-    st = wait_for(gc, 5000);
+    st = tctest::wait_child(gc, 5000);
     fprintf(stderr, "the grandchild forked in the handler: status %d (exit %d)\n", st,
             st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     EXPECT(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -502,7 +480,7 @@ TEST_CASE("a child forked without the fork handlers (the raw system call) takes 
       _exit(0);
     }
     EXPECT(pid > 0);
-    int st = wait_for(pid, 8000);
+    int st = tctest::wait_child(pid, 8000);
     fprintf(stderr, "a raw fork while another thread held the lock: status %d (exit %d, signal %d)\n", st,
             st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1, st != -1 && WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     EXPECT(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);

@@ -251,9 +251,12 @@ TEST_CASE("a suspend inside the first calibration's start bracket: calibrated ag
   }
 }
 
-TEST_CASE("a counter state published without an anchor (CLOCK_MONOTONIC_RAW unreadable then) is checked once it can be") {
-  World f;
-  f.w.crystal_hz = 25000000;  // leaf 0x15 with its crystal, bare metal: published
+namespace {
+// A TSC state published from leaf 0x15 with its crystal (bare metal: a
+// published frequency) while CLOCK_MONOTONIC_RAW could not be read: no
+// anchor, its cross-check pending. The clock then comes back.
+const tickclock_info *start_unanchored(World &f) {
+  f.w.crystal_hz = 25000000;
   f.w.l15_num = 100;
   f.w.l15_den = 1;
   f.w.raw_fail = 1;
@@ -261,7 +264,14 @@ TEST_CASE("a counter state published without an anchor (CLOCK_MONOTONIC_RAW unre
   INFO(i->why);
   REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
   REQUIRE(i->freq_pending_check == 1);
-  f.w.raw_fail = 0;                      // the clock comes back
+  f.w.raw_fail = 0;
+  return i;
+}
+}  // namespace
+
+TEST_CASE("a counter state published without an anchor (CLOCK_MONOTONIC_RAW unreadable then) is checked once it can be") {
+  World f;
+  const tickclock_info *i = start_unanchored(f);
   f.w.prctl_mode = TICKCLOCK_PRCTL_SIGSEGV;  // and RDTSC is disabled for this thread
   uint64_t traps = f.w.counter_traps;
   CHECK(tickclock_revalidate() == TICKCLOCK_SWITCHED);
@@ -273,13 +283,7 @@ TEST_CASE("a counter state published without an anchor (CLOCK_MONOTONIC_RAW unre
 
 TEST_CASE("a counter state published without an anchor gets one from tickclock_revalidate(), then its cross-check and checks") {
   World f;
-  f.w.crystal_hz = 25000000;
-  f.w.l15_num = 100;
-  f.w.l15_den = 1;
-  f.w.raw_fail = 1;
-  const tickclock_info *i = f.start();
-  REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
-  f.w.raw_fail = 0;
+  const tickclock_info *i = start_unanchored(f);
   CHECK(tickclock_revalidate() == 0);  // anchors
   CHECK(f.run(UINT64_C(100000000)));  // the cross-check falls due in the conversions
   i = tickclock_info_get();

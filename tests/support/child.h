@@ -54,6 +54,33 @@ int in_child(F fn, int limit_s = 20) {
   return -1;
 }
 
+// The status of a child already forked, after at most limit_ms; -1 when it
+// was still running then (it is killed: a hang is an outcome).
+inline int wait_child(pid_t pid, int limit_ms) {
+  int st = 0;
+  for (int waited = 0; waited < limit_ms; waited += 5) {
+    if (waitpid(pid, &st, WNOHANG) == pid) return st;
+    sleep_ms(5);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  return -1;
+}
+
+// in_child's status judged: exit 0 passes, exit 77 is a skip the child
+// explained, anything else (a hang, a signal, another exit) fails.
+inline void check_clean(int st) {
+  if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+    MESSAGE("skipped (the child said why)");
+    return;
+  }
+  INFO("hung: " << (st == -1) << ", exited " << (st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1)
+                << ", signal " << (st != -1 && WIFSIGNALED(st) ? WTERMSIG(st) : 0));
+  CHECK(st != -1);
+  CHECK(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+}
+
 }  // namespace tctest
 
 #endif

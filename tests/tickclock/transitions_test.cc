@@ -87,17 +87,7 @@ bool emulated_counter() {
 #endif
 }
 
-void check_clean(int st) {
-  if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 77) {
-    MESSAGE("skipped (the child said why)");
-    return;
-  }
-  INFO("hung: " << (st == -1) << ", exited " << (st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1)
-                << ", signal " << (st != -1 && WIFSIGNALED(st) ? WTERMSIG(st) : 0));
-  CHECK(st != -1);
-  CHECK(WIFEXITED(st));
-  CHECK(WEXITSTATUS(st) == 0);
-}
+using tctest::check_clean;
 
 // |measured - reference| within 2 ms, and positive.
 void expect_interval(int64_t measured, uint64_t reference) {
@@ -145,13 +135,8 @@ void expect_trusted_switch_step(const char *what, int64_t step, uint64_t span_ns
 
 // Waits for a grandchild with a deadline (a hang is killed and fails).
 bool wait_grandchild(pid_t pid, int limit_ms, int *st) {
-  for (int waited = 0; waited < limit_ms / 5; waited++) {
-    if (waitpid(pid, st, WNOHANG) == pid) return true;
-    sleep_ms(5);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, st, 0);
-  return false;
+  *st = tctest::wait_child(pid, limit_ms);
+  return *st != -1;
 }
 
 // What a child forked at an awkward moment must still do, each step well
