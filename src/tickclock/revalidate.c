@@ -139,6 +139,14 @@ static int tkc_rdtsc_disabled_locked(const tickclock_info *s) {
   return 0;
 }
 
+/* The kernel's clocksource is still the one it was: the same name, or
+ * the early-boot TSC clocksource ("tsc-early", registered before the
+ * kernel's own calibration) replaced by "tsc" once that finished: both read
+ * the same counter, so the rename is no change of clock. */
+static int tkc_same_clocksource(const char *now, const char *then) {
+  return strcmp(now, then) == 0 || (strcmp(then, "tsc-early") == 0 && strcmp(now, "tsc") == 0);
+}
+
 /* The checks (the caller saw RDTSC enabled for this thread: see
  * tkc_rdtsc_disabled_locked); with_io: also the kernel's clocksource,
  * which needs a file read (tickclock_revalidate() only). Formats only when
@@ -153,7 +161,7 @@ static int tkc_revalidate_locked(int with_io) {
   if (s == NULL || !tkc_reads_counter(s) || !tkc_bk.chk_on) return 0;
   if (with_io && tkc_bk.cs_known) {
     int known = tkc_p_clocksource(cs, sizeof cs);
-    if (known && strcmp(cs, tkc_bk.cs) != 0) {
+    if (known && !tkc_same_clocksource(cs, tkc_bk.cs)) {
       tkc_fmt(why, sizeof why, "the kernel's clocksource changed from '%s' to '%s'",
                      tkc_bk.cs, cs);
       tkc_switch_to_os(s, why, TKC_DISTRUST);

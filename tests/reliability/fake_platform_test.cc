@@ -204,6 +204,22 @@ TEST_CASE("clocksource flip tsc -> hpet, a jump: explicit and periodic re-valida
   }
 }
 
+TEST_CASE("the kernel renaming tsc-early to tsc is no change of clocksource; tsc-early to hpet is") {
+  for (int to_hpet = 0; to_hpet <= 1; to_hpet++) {
+    CAPTURE(to_hpet);
+    Installed f;
+    f.w.clocksource = "tsc-early";  // early boot: the kernel's own TSC calibration not done
+    tkc_set_platform(&f.p);
+    tickclock_config cfg = {TICKCLOCK_SOURCE_TSC, 0, 0};
+    REQUIRE(tickclock_init(&cfg) == TICKCLOCK_OK);
+    REQUIRE(tickclock_info_get()->source == TICKCLOCK_SOURCE_TSC);
+    f.w.clocksource = to_hpet ? "hpet" : "tsc";
+    CHECK(tickclock_revalidate() == (to_hpet ? TICKCLOCK_SWITCHED : 0));
+    CHECK(tickclock_info_get()->source ==
+          (to_hpet ? TICKCLOCK_SOURCE_SYSTEM : TICKCLOCK_SOURCE_TSC));
+  }
+}
+
 TEST_CASE("RDTSC disabled (PR_SET_TSC) after init: re-validation switches before a read traps") {
   Installed f;
   const tickclock_info *i = f.init();
