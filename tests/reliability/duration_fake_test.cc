@@ -110,6 +110,17 @@ TEST_CASE("an interval spanning refinements: each part at its own state's rate, 
   check_within(d, tsc_ns(t0, t1));
   // far below the first state's uncertainty over the whole interval
   CHECK((double)d.bound_ns < 2e9 * i0->uncertainty_ppm * 1e-6);
+  // the value stays what it was once later states are published
+  // (re-initialisations on the same counter: new rates, new bases)
+  tickclock_duration again;
+  int64_t before = d.ns;
+  f.w.now_ns += 3000000;
+  REQUIRE(tickclock_init(NULL) == TICKCLOCK_OK);
+  f.w.now_ns += 3000000;
+  REQUIRE(tickclock_info_get()->generation > i1->generation);
+  REQUIRE(tickclock_duration_get(t0, t1, &again) == TICKCLOCK_OK);
+  CHECK(again.ns == before);
+  CHECK(again.bound_ns == d.bound_ns);
   // an interval after the last refinement spans nothing
   uint64_t t2 = tickclock_now();
   f.w.now_ns += 1000000;
@@ -125,6 +136,21 @@ TEST_CASE("an interval spanning refinements: each part at its own state's rate, 
       REQUIRE(tickclock_duration_get(x, y, &d) == TICKCLOCK_OK);
       check_within(d, tsc_ns(x, y));
     }
+}
+
+TEST_CASE("what is due for the later tick runs first: a refinement due is published, then used") {
+  World f;
+  const tickclock_info *i0 = f.start(0);
+  REQUIRE(i0->freq_method == TICKCLOCK_FREQ_CALIBRATED);
+  uint64_t t0 = tickclock_now();
+  f.w.now_ns += 10000000;  // the first refinement (at 4 ms) is due
+  uint64_t t1 = tickclock_now();
+  REQUIRE(tickclock_info_get() == i0);  // reading publishes nothing
+  tickclock_duration d;
+  REQUIRE(tickclock_duration_get(t0, t1, &d) == TICKCLOCK_OK);
+  CHECK(tickclock_info_get()->generation > i0->generation);
+  CHECK(d.ns == (int64_t)(tickclock_to_ns(t1) - tickclock_to_ns(t0)));
+  check_within(d, tsc_ns(t0, t1));
 }
 
 TEST_CASE("re-initialisations and a switch to the OS clock: measured steps, not bounded") {
