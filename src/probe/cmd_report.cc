@@ -32,6 +32,8 @@ int cmd_report(int argc, char **argv) {
   const bool x86 = false;
 #endif
   std::string hv_sig = ev.x86.hypervisor && ev.x86.hv_signature[0] ? ev.x86.hv_signature : "";
+  const tickclock_duration b1ms = bound_of_interval_now(UINT64_C(1000000));
+  const tickclock_duration b1s = bound_of_interval_now(UINT64_C(1000000000));
   if (json) {
     std::string o = json_envelope("report") + ",\"source\":" + json_str(i->source_name);
     o += ",\"why\":" + json_str(i->why);
@@ -42,6 +44,8 @@ int cmd_report(int argc, char **argv) {
          ",\"baseline_ns\":" + json_u(i->baseline_ns) +
          ",\"pending_check\":" + json_b(i->freq_pending_check) + "}";
     o += ",\"resolution_ns\":" + json_num(i->resolution_ns);
+    o += ",\"duration_bound_ns\":{\"interval_1ms\":" + json_u(b1ms.bound_ns) +
+         ",\"interval_1s\":" + json_u(b1s.bound_ns) + "}";
     o += ",\"candidates\":[";
     for (unsigned k = 0; k < i->n_candidates; k++) {
       const tickclock_candidate &c = i->candidates[k];
@@ -82,6 +86,9 @@ int cmd_report(int argc, char **argv) {
     std::printf("  %-22s %.3f ms of calibration baseline (refined x4 up to 1 s)\n", "",
                 (double)i->baseline_ns / 1e6);
   std::printf("  %-22s %.3f ns\n", "resolution", i->resolution_ns);
+  std::printf("  %-22s +-%" PRIu64 " ns for 1 ms, +-%" PRIu64
+              " ns for 1 s (an interval ending now; tickclock_duration_get)\n",
+              "duration bound", b1ms.bound_ns, b1s.bound_ns);
   std::printf("  %-22s %s\n", "hypervisor", hv_sig.empty() ? "none reported" : hv_sig.c_str());
   std::printf("  %-22s %s (available: %s)\n", "clocksource",
               ev.clocksource_known ? ev.clocksource : "unknown",

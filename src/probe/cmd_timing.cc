@@ -12,7 +12,9 @@
 //    includes that overhead and is comparable with pg_test_timing's
 //    "Per loop time including overhead";
 //  - a log2 histogram, exact-ns buckets up to the 99.99th percentile, the
-//    largest duration, and every backward step (reported; exit status 1).
+//    largest duration, and every backward step (reported; exit status 1);
+//    each log2 bucket with the library's error bound for an interval of
+//    its upper edge ending now (tickclock_duration_get).
 // The text ends with a summary table (one line per source). On a terminal
 // a progress line names the source being measured (stderr, not with
 // --json). Every loop is bounded in time; Ctrl-C stops early, prints what
@@ -100,14 +102,17 @@ void print_text(const Result &res) {
   std::printf("  per loop time including overhead:  %10.2f ns   (%" PRIu64 " loops in %.2f s)\n",
               res.loop_ns, res.loops, res.seconds);
   std::printf("  histogram of timing durations:\n");
-  std::printf("    %12s %12s %12s\n", "< ns", "% of total", "count");
+  std::printf("    %12s %12s %12s  %s\n", "< ns", "% of total", "count",
+              "(bound: tickclock_duration_get's for an interval of the edge, ending now)");
   uint64_t maxc = 1;
   for (int b = 0; b < 65; b++)
     if (h.log2[b] > maxc) maxc = h.log2[b];
   for (int b = 0, last = h.last_bucket(); b <= last; b++) {
     double pct = h.count ? 100.0 * (double)h.log2[b] / (double)h.count : 0;
-    std::printf("    %12" PRIu64 " %11.5f%% %12" PRIu64 "  %s\n", Histogram::bucket_edge(b), pct, h.log2[b],
-                bar((double)h.log2[b] / (double)maxc, 40).c_str());
+    std::printf("    %12" PRIu64 " %11.5f%% %12" PRIu64 "  %-40s +-%" PRIu64 " ns\n",
+                Histogram::bucket_edge(b), pct, h.log2[b],
+                bar((double)h.log2[b] / (double)maxc, 40).c_str(),
+                bound_of_interval_now(Histogram::bucket_edge(b)).bound_ns);
   }
   uint64_t p9999 = h.percentile(99.99);
   std::printf("  observed timing durations up to 99.99%% (p50 %" PRIu64 " ns, p99 %" PRIu64
@@ -164,7 +169,8 @@ std::string to_json(const Result &res) {
   for (int b = 0; b < 65; b++) {
     if (!h.log2[b]) continue;
     o += std::string(first ? "" : ",") + "{\"lt_ns\":" + json_u(Histogram::bucket_edge(b)) +
-         ",\"count\":" + json_u(h.log2[b]) + "}";
+         ",\"count\":" + json_u(h.log2[b]) + ",\"bound_ns\":" +
+         json_u(bound_of_interval_now(Histogram::bucket_edge(b)).bound_ns) + "}";
     first = false;
   }
   o += "],\"exact\":[";

@@ -148,6 +148,15 @@ uint64_t mono_ns() { return tkc_os_now(); }
 uint64_t read_now() { return tickclock_now(); }
 uint64_t read_now_ordered() { return tickclock_now_ordered(); }
 
+tickclock_duration bound_of_interval_now(uint64_t ns) {
+  const tickclock_info *i = tickclock_info_get();
+  uint64_t end = tickclock_now();
+  uint64_t ticks = i->scaled ? tickclock_conv_ns_to_ticks(&i->conv, ns) : ns;
+  tickclock_duration d;
+  (void)tickclock_duration_get(end > ticks ? end - ticks : 0, end, &d);
+  return d;
+}
+
 namespace {
 
 uint64_t read_cg(clockid_t id) {

@@ -102,6 +102,9 @@ uint64_t mono_ns();
 // tickclock_now() / tickclock_now_ordered() as plain function pointers
 uint64_t read_now();
 uint64_t read_now_ordered();
+// The library's bound (tickclock_duration_get) for an interval of ns
+// nanoseconds ending now, under the states it would span.
+tickclock_duration bound_of_interval_now(uint64_t ns);
 // nanoseconds per tick of the source in use (1 for the OS clock)
 inline double ns_per_tick(const tickclock_info *i) { return 1e9 / i->hz; }
 

@@ -158,12 +158,23 @@ static void tkc_link_history(tickclock_info *st) {
  * bound also extrapolates from the last conclusive sample at the
  * frequency's uncertainty plus the drift allowance (all of it without
  * touching the counter when it cannot be read). */
-static uint64_t tkc_now_bound(const tickclock_info *old, int trust) {
+/* *lo: the old source's own reading (unit ticks; 0 when not read), the
+ * lower end of the step; *allow_ns: when extrapolated, the allowance that
+ * bounds how far the extrapolation may lie from where the old counter
+ * would be (0 otherwise). */
+static uint64_t tkc_now_bound(const tickclock_info *old, int trust, uint64_t *lo,
+                              double *allow_ns) {
   uint64_t t = tkc_bk.max_seen;
-  if (!tkc_reads_counter(old))
-    return tkc_max_u64(t, tkc_map(old, tkc_p_os_ns()));
-  if (trust != TKC_NO_READ)
-    t = tkc_max_u64(t, tkc_map(old, tkc_p_counter_ordered()));
+  *lo = 0;
+  *allow_ns = 0;
+  if (!tkc_reads_counter(old)) {
+    *lo = tkc_map(old, tkc_p_os_ns());
+    return tkc_max_u64(t, *lo);
+  }
+  if (trust != TKC_NO_READ) {
+    *lo = tkc_map(old, tkc_p_counter_ordered());
+    t = tkc_max_u64(t, *lo);
+  }
   if (trust != TKC_TRUST && tkc_bk.chk_on) {
     uint64_t raw = tkc_p_raw_ns(), susp = tkc_p_suspended_ns();
     uint64_t dt = raw > tkc_bk.chk_prev.ns ? raw - tkc_bk.chk_prev.ns : 0, c;
@@ -176,6 +187,13 @@ static uint64_t tkc_now_bound(const tickclock_info *old, int trust) {
     c = tkc_bk.chk_prev.mid + tkc_bk.chk_prev.width / 2 +
                  tickclock_conv_ns_to_ticks(&old->src_conv, dt + (uint64_t)slack);
     t = tkc_max_u64(t, tkc_map(old, c));
+    /* the counter, had it stayed healthy, lies within the sample's width
+     * and its stated uncertainty of dt from the sample: the extrapolation
+     * is at most slack + that away (measured from c, never from a
+     * reading of a counter that failed) */
+    *allow_ns = slack + (double)dt * old->uncertainty_ppm * 1e-6 +
+                (double)tickclock_conv_ticks_to_ns(&old->src_conv, tkc_bk.chk_prev.width) + 2.0;
+    *lo = tkc_map(old, c);
   }
   return t;
 }
@@ -246,6 +264,7 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
   slot->generation = ++tkc_generation;
   if (counter && slot->uncertainty_ppm < TKC_MIN_UNCERTAINTY_PPM)
     slot->uncertainty_ppm = TKC_MIN_UNCERTAINTY_PPM;
+  slot->tkc_susp_ns = UINT64_MAX;
   anchor.width = UINT64_MAX;
   anchor.mid = anchor.ns = 0;
   anchor.susp = UINT64_MAX;
@@ -257,6 +276,11 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
   tkc_link_history(slot);
   tkc_bk.chk_anchor = tkc_bk.chk_prev = anchor;
   tkc_bk.chk_on = anchor.width != UINT64_MAX;
+  if (tkc_bk.chk_on) {
+    slot->tkc_susp_ns = anchor.susp;
+    tkc_note_sample(tkc_map(slot, anchor.mid - anchor.width / 2),
+                    tkc_map(slot, anchor.mid + anchor.width / 2), anchor.susp);
+  }
   if (counter && ev != NULL) {
     tkc_bk.cs_known = ev->clocksource_known;
     tkc_strlcpy(tkc_bk.cs, ev->clocksource, sizeof tkc_bk.cs);
@@ -295,9 +319,12 @@ static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trus
   int counter = TKC_COUNTER != 0 && st->source == TKC_COUNTER;
   int os_path = tkc_os_syscall_on() ? TICKCLOCK_READ_OS_SYSCALL
                                                                   : TICKCLOCK_READ_OS;
-  uint64_t t;
+  uint64_t t, lo, r0, r1, step;
+  double allow;
   st->src_conv = st->conv;
   st->prev = old;
+  st->tkc_cont_bound_ns = 0;
+  st->tkc_bounded_switch = 0;
   if (old == NULL) { /* the first state fixes the unit: its source's ticks */
     st->unit_source = st->source;
     st->scaled = st->source != TICKCLOCK_SOURCE_SYSTEM;
@@ -318,18 +345,32 @@ static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trus
      * read and state load straddle the publication thus never sees the new
      * rate applied to a tick the old one already converted; the old rate
      * stays in use for that interval only. */
-    t = tkc_now_bound(old, TKC_TRUST);
+    t = tkc_now_bound(old, TKC_TRUST, &lo, &allow);
     st->read_path = TICKCLOCK_READ_COUNTER;
     st->base_ticks = t + tickclock_conv_ns_to_ticks(&st->conv, TKC_REPUBLISH_GUARD_NS);
     st->src_base = st->base_ticks;
     st->base_ns = tkc_ns_in(old, st->base_ticks);
     return;
   }
-  /* the new source first, then the bound: readings start at or above it */
+  /* the new source first, then the bound: readings start at or above it.
+   * The step (what the new source reads at the base minus what the old
+   * one would) lies between 0 and the time between the two readings (r0,
+   * r1 bracket them on CLOCK_MONOTONIC_RAW) plus how far the base lies
+   * above the old reading, or, extrapolated, the allowance. */
+  r0 = tkc_p_raw_ns();
   st->src_base = counter ? tkc_p_counter_ordered() : tkc_p_os_ns();
-  t = tkc_now_bound(old, trust);
+  t = tkc_now_bound(old, trust, &lo, &allow);
+  r1 = tkc_p_raw_ns();
   st->base_ticks = t;
   st->base_ns = tkc_ns_in(old, t);
+  step = t > lo ? tkc_ns_in(old, t) - tkc_ns_in(old, lo) : 0;
+  if (r0 == 0 || r1 < r0) /* the raw clock unreadable: a read's worth */
+    r0 = 0, r1 = UINT64_C(100000);
+  st->tkc_cont_bound_ns = step + (r1 - r0) + (uint64_t)allow + 2;
+  /* away from a counter that failed or may not be read: bounded by the
+   * extrapolation, or, with no sample to extrapolate from, not at all */
+  st->tkc_bounded_switch = trust != TKC_TRUST && tkc_reads_counter(old);
+  if (st->tkc_bounded_switch && allow <= 0) st->tkc_cont_bound_ns = UINT64_MAX / 2;
   st->read_path = counter ? TICKCLOCK_READ_COUNTER_MAPPED : os_path;
   if (!st->src_is_unit) st->conv = old->conv; /* the unit keeps its frequency */
 }
@@ -511,6 +552,7 @@ void tkc_reset_world(void) {
   tkc_bk.refine_on = 0;
   tkc_bk.refine_deferred = 0;
   tkc_bk.refine_at = UINT64_MAX;
+  tkc_duration_reset();
 }
 
 /* Handed to a signal handler that interrupted the first initialisation in
@@ -536,7 +578,8 @@ static const tickclock_info tkc_reentry_state = {
     {{0}}, 0.0, 0,                                  /* disagreements, revalidated */
     TICKCLOCK_SOURCE_SYSTEM, TICKCLOCK_READ_OS, 1, 0, /* unit_source, read_path, src_is_unit, src_base */
     {UINT64_C(1000000000), 1, 1, 0, 1, 0},          /* src_conv */
-    0, NULL, NULL, 0                                /* generation, prev, skip, skip_min_base */
+    0, NULL, NULL, 0,                               /* generation, prev, skip, skip_min_base */
+    0, 0, UINT64_MAX                                /* cont_bound_ns, bounded_switch, susp_ns */
 };
 
 const tickclock_info *tkc_state_slow(void) {

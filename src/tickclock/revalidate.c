@@ -193,6 +193,7 @@ static int tkc_revalidate_locked(int with_io) {
     return TICKCLOCK_SWITCHED;
   }
   tkc_bk.chk_prev = b;
+  tkc_note_sample(tkc_map(s, b.mid - b.width / 2), tkc_map(s, b.mid + b.width / 2), b.susp);
   tkc_bk.max_seen =
       tkc_max_u64(tkc_bk.max_seen, tkc_map(s, b.mid + b.width / 2));
   tkc_arm_deadline(s, tkc_bk.max_seen);
@@ -208,6 +209,7 @@ static void tkc_anchor_again(const tickclock_info *s) {
   if (b.width == UINT64_MAX) return;
   tkc_bk.chk_anchor = tkc_bk.chk_prev = b;
   tkc_bk.chk_on = 1;
+  tkc_note_sample(tkc_map(s, b.mid - b.width / 2), tkc_map(s, b.mid + b.width / 2), b.susp);
   tkc_bk.max_seen = tkc_max_u64(tkc_bk.max_seen, tkc_map(s, b.mid + b.width / 2));
   if (s->freq_pending_check) {
     tkc_bk.refine_on = 1;

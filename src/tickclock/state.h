@@ -135,6 +135,15 @@ TKC_INTERNAL void tkc_cross_check(const tickclock_info *s, const tickclock_calib
  * re-entered the lock. */
 TKC_INTERNAL const tickclock_info *tkc_first_state(void);
 
+/* ---- what durations read (duration.c; writers hold the lock) ---- */
+/* A sample of the counter (a publication's anchor, a conclusive rate
+ * check) taken between unit ticks lo and hi, with susp suspended since
+ * boot (UINT64_MAX unknown). A suspend since the previous sample is kept
+ * (its window and length) for the durations that span it. */
+TKC_INTERNAL void tkc_note_sample(uint64_t lo, uint64_t hi, uint64_t susp);
+/* Forgets them (tkc_reset_world). */
+TKC_INTERNAL void tkc_duration_reset(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -43,6 +43,29 @@ struct clock {
   static const tickclock_info &info() noexcept { return *tickclock_info_get(); }
 };
 
+// An interval with its error bound (tickclock_duration_get): |value -
+// the time that passed| <= bound; flags are TICKCLOCK_DURATION_*.
+struct bounded_duration {
+  clock::duration value;
+  std::chrono::nanoseconds bound;  // INT64_MAX ns when saturated
+  unsigned flags;
+  unsigned spanned;  // publications the interval spans
+};
+
+// The interval between two ticks with its bound.
+inline bounded_duration duration_between(std::uint64_t start, std::uint64_t end) noexcept {
+  tickclock_duration d;
+  bounded_duration r;
+  (void)tickclock_duration_get(start, end, &d);
+  r.value = clock::duration(d.ns);
+  r.bound = std::chrono::nanoseconds(d.bound_ns > static_cast<std::uint64_t>(INT64_MAX)
+                                         ? INT64_MAX
+                                         : static_cast<std::int64_t>(d.bound_ns));
+  r.flags = d.flags;
+  r.spanned = d.spanned;
+  return r;
+}
+
 // Measures elapsed time with raw counter reads; conversion happens only
 // when asked, so start/lap cost one read each.
 class stopwatch {
@@ -55,6 +78,10 @@ class stopwatch {
     return clock::duration(tickclock_delta_ns(start_, tickclock_now()));
   }
   std::int64_t elapsed_ns() const noexcept { return tickclock_delta_ns(start_, tickclock_now()); }
+  // The elapsed time with its error bound (tickclock_duration_get).
+  bounded_duration elapsed_bounded() const noexcept {
+    return duration_between(start_, tickclock_now());
+  }
   // Returns the time since the last lap (or start) and starts a new lap.
   clock::duration lap() noexcept {
     std::uint64_t now = tickclock_now();

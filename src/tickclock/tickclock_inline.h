@@ -195,6 +195,17 @@ TKC_INLINE int64_t tickclock_delta_ns(uint64_t start, uint64_t end) {
   return tkc_signed_ns(mag, neg);
 }
 
+/* ---- sampling (inline) -------------------------------------------------- */
+/* The timed execution that ends a gap: draws the next gap (duration.c). */
+TICKCLOCK_API int tkc_sampler_hit(tickclock_sampler *s);
+
+/* 1: time this execution (then tickclock_sampler_add its duration); 0:
+ * don't. One decrement and one predicted branch on a caller-owned state. */
+TKC_INLINE int tickclock_sampler_should_time(tickclock_sampler *s) {
+  if (TKC_LIKELY(--s->left != 0)) return 0;
+  return tkc_sampler_hit(s);
+}
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

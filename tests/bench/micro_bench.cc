@@ -156,6 +156,67 @@ BENCHMARK_CAPTURE(BM_interval_tickclock, tsc, kTsc)->Name("BM_interval/tickclock
 BENCHMARK_CAPTURE(BM_interval_tickclock, auto, kAuto)->Name("BM_interval/tickclock/auto");
 BENCHMARK(BM_interval_clock_gettime)->Name("BM_interval/clock_gettime_monotonic");
 
+// ---- durations with a bound, sampled timing --------------------------------------
+void BM_duration_get(benchmark::State& st, Mode m) {
+  if (!SelectMode(st, m)) return;
+  ReadLoop(st, [] {
+    uint64_t t0 = tickclock_now();
+    uint64_t t1 = tickclock_now();
+    tickclock_duration d;
+    tickclock_duration_get(t0, t1, &d);
+    return d.ns + (int64_t)d.bound_ns;
+  });
+}
+BENCHMARK_CAPTURE(BM_duration_get, tsc, kTsc)->Name("BM_interval/duration_get/tsc");
+
+// The sampler's decision on a state in memory (a static, as a per-thread
+// or per-node state would be; a local would live in a register). The
+// baseline runs the same loop without the decision; not_sampled decides
+// with p = 1e-12 (never timed in a run), so the difference is the cost of
+// deciding "not timed".
+tickclock_sampler g_sampler;
+void BM_sampler_baseline(benchmark::State& st) {
+  for (auto _ : st) {
+    for (int i = 0; i < kOps; ++i) benchmark::DoNotOptimize(i);
+  }
+  Finish(st, kOps);
+}
+void BM_sampler_not_sampled(benchmark::State& st) {
+  tickclock_sampler_init(&g_sampler, 1e-12, 1);
+  tickclock_sampler* s = &g_sampler;
+  benchmark::DoNotOptimize(s);
+  for (auto _ : st) {
+    for (int i = 0; i < kOps; ++i) {
+      benchmark::DoNotOptimize(i);
+      if (tickclock_sampler_should_time(s)) tickclock_sampler_add(s, 1, 0);
+    }
+  }
+  Finish(st, kOps);
+}
+// 1 in 64 timed: two reads, a bounded duration and the sums for those.
+void BM_sampler_one_in_64(benchmark::State& st) {
+  if (!SelectMode(st, kTsc)) return;
+  tickclock_sampler_init(&g_sampler, 1.0 / 64, 1);
+  tickclock_sampler* s = &g_sampler;
+  benchmark::DoNotOptimize(s);
+  for (auto _ : st) {
+    for (int i = 0; i < kOps; ++i) {
+      benchmark::DoNotOptimize(i);
+      if (tickclock_sampler_should_time(s)) {
+        uint64_t t0 = tickclock_now();
+        benchmark::DoNotOptimize(i);
+        tickclock_duration d;
+        tickclock_duration_get(t0, tickclock_now(), &d);
+        tickclock_sampler_add(s, (double)d.ns, (double)d.bound_ns);
+      }
+    }
+  }
+  Finish(st, kOps);
+}
+BENCHMARK(BM_sampler_baseline)->Name("BM_sampler/baseline");
+BENCHMARK(BM_sampler_not_sampled)->Name("BM_sampler/not_sampled");
+BENCHMARK(BM_sampler_one_in_64)->Name("BM_sampler/one_in_64/tsc");
+
 // ---- conversion: absolute ticks -> ns at a given uptime -----------------------
 // 2.1 GHz (this host's TSC rate). Inputs: kConvN values spread over 1 ms
 // above the uptime, built at run time from a volatile so nothing folds.

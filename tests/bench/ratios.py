@@ -109,6 +109,20 @@ def main():
     targets.append(("interval (auto) / one tickclock_now (auto) [info]",
                     ratio(ns("BM_interval/tickclock/auto"), now_auto), "<=", None))
 
+    # ---- sampled timing: the decision against the same loop without it
+    sb = ns("BM_sampler/baseline")
+    for name in sorted(n for n in figs if n.startswith("BM_sampler/")):
+        v = ns(name)
+        rows.append(("sampler", name, v, ratio(v, sb), "loop without it",
+                     (v - sb) if (v is not None and sb is not None) else None, None))
+    ns_dec = ns("BM_sampler/not_sampled")
+    targets.append(("sampler: deciding 'not timed', ns per decision (not_sampled - baseline)",
+                    (ns_dec - sb) if (ns_dec is not None and sb is not None) else None, "<=", 2.0))
+    targets.append(("sampler: not_sampled loop / baseline loop [info]", ratio(ns_dec, sb), "<=", None))
+    targets.append(("duration_get (2 reads + bounded duration) / interval with delta_ns [info]",
+                    ratio(ns("BM_interval/duration_get/tsc"), ns("BM_interval/tickclock/tsc")),
+                    "<=", None))
+
     # ---- conversion
     uptimes = ["1s", "3d", "1y", "100y"]
     for scheme in ["tickclock", "pg19", "double"]:
@@ -165,6 +179,7 @@ def main():
         if s != sec:
             alt_name = {"reads": "x clock_gettime", "interval": "x rdtsc",
                         "conversion": "x own@1s", "batch": "speed-up",
+                        "sampler": "ns over baseline",
                         "executor": ""}[s]
             print(f"-- {s} (alt column: {alt_name})")
             sec = s

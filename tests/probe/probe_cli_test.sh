@@ -73,6 +73,9 @@ check "report frequency sources: hz null iff unavailable" json_has "$tmp/report.
   "(len(d['frequency_sources']) >= 1 or not any(c['source'] not in ('system','qpc') for c in d['candidates'])) and all(set(f) >= {'name','available','hz','reason'} and (f['hz'] is None) == (not f['available']) and (f['hz'] is None or f['hz'] > 0) for f in d['frequency_sources'])"
 P > "$tmp/report.txt"
 check "report text names the source" grep -q "^  source " "$tmp/report.txt"
+check "report text: the duration bound of 1 ms and 1 s" grep -q "^  duration bound .* for 1 ms, .* for 1 s" "$tmp/report.txt"
+check "report json: the duration bound grows with the interval" json_has "$tmp/report.json" \
+  "0 < d['duration_bound_ns']['interval_1ms'] <= d['duration_bound_ns']['interval_1s']"
 check "schema: report --json" schema_ok "$tmp/report.json"
 check "report json: envelope (schema_version, tool_version, command, host)" json_has "$tmp/report.json" \
   "d['schema_version'] == 2 and d['command'] == 'report' and set(d['host']) == {'kernel_release','cpu_model','hypervisor','clocksource'} and d['host']['kernel_release'] == __import__('os').uname().release"
@@ -104,6 +107,8 @@ P timing --seconds 0.2 --source clock_gettime --json > "$tmp/timing.json"; rc=$?
 check "timing exits 0 or 1" test $rc -le 1
 check "timing json" json_has "$tmp/timing.json" \
   "d['sources'][0]['name']=='clock_gettime' and d['sources'][0]['loops']>0 and d['sources'][0]['loop_ns']>0 and sum(b['count'] for b in d['sources'][0]['histogram_log2'])>0"
+check "timing json: each bucket's bound" json_has "$tmp/timing.json" \
+  "all(b['bound_ns'] > 0 for b in d['sources'][0]['histogram_log2'])"
 P timing --seconds 0.1 --svg "$tmp/h.svg" > "$tmp/timing.txt"; rc=$?
 check "timing all sources" test $rc -le 1
 check "timing svg written" grep -q "<svg" "$tmp/h.svg"

@@ -1,6 +1,6 @@
 // A signal storm: SIGALRM every 100 us, whose handler calls every function
 // the header lists as async-signal-safe (tickclock_now, _now_ordered,
-// _to_ns, _delta_ns, _info_get), while the interrupted thread mallocs and
+// _to_ns, _delta_ns, _info_get, tickclock_duration_get), while the interrupted thread mallocs and
 // frees, after a dozen re-initialisations (so the static slots are gone and
 // every refinement that falls due in the handler needs a slot reserved in
 // advance). Over 1.5 s the refinements and the default rate check fall due
@@ -92,6 +92,8 @@ void storm_handler(int) {
   uint64_t b = tickclock_now_ordered();
   uint64_t ns = tickclock_to_ns(b);
   if (tickclock_delta_ns(a, b) < 0) g_backward++;
+  tickclock_duration d;  // async-signal-safe too: the states it spans, the suspended time
+  if (tickclock_duration_get(a, b, &d) != TICKCLOCK_OK || d.ns < 0) g_backward++;
   const tickclock_info *i = tickclock_info_get();
   if (i == nullptr || i->source_name == nullptr) g_backward++;
   if (ns < g_last_ns.load(std::memory_order_relaxed)) g_backward++;
