@@ -134,6 +134,14 @@ static void read_line(const char *path, char *buf, size_t len) {
   fclose(f);
 }
 
+/* a string for a JSON value: quotes and backslashes become ' and / */
+static void json_safe(char *dst, size_t n, const char *src) {
+  size_t i;
+  for (i = 0; i + 1 < n && src[i]; i++)
+    dst[i] = src[i] == '"' ? '\'' : src[i] == '\\' ? '/' : (src[i] < 32 ? ' ' : src[i]);
+  dst[i] = 0;
+}
+
 #define CS_DIR "/sys/devices/system/clocksource/clocksource0/"
 
 int main(int argc, char **argv) {
@@ -141,7 +149,7 @@ int main(int argc, char **argv) {
   double before = argc > 2 ? atof(argv[2]) : 0.5;
   double after = argc > 3 ? atof(argv[3]) : 1.5;
   Run run;
-  char src_before[32], src_after[32], detail[256] = "";
+  char src_before[32], src_at_event[32], src_after[32], detail[256] = "", why[256];
   char cs_before[64] = "", cs_during[64] = "", cs_after[64] = "";
   int event_ok = 1, event_rc = 0;
   uint64_t ev_r0, ev_r1;
@@ -152,6 +160,7 @@ int main(int argc, char **argv) {
   snprintf(src_before, sizeof src_before, "%s", tickclock_info_get()->source_name);
   sample_for(&run, before);
   at_event = bracket(5);
+  snprintf(src_at_event, sizeof src_at_event, "%s", tickclock_info_get()->source_name);
   printf("TKC-EVENT %s\n", mode);
   fflush(stdout);
   ev_r0 = raw_ns();
@@ -199,8 +208,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "tkc-events: prctl(PR_SET_TSC, PR_TSC_SIGSEGV) = %d\n", event_rc);
     {
       int rv = tickclock_revalidate();
-      fprintf(stderr, "tkc-events: tickclock_revalidate() = %d, source %s; next: tickclock_now()\n", rv,
-              tickclock_info_get()->source_name);
+      fprintf(stderr, "tkc-events: tickclock_revalidate() = %d, source %s (%s); next: tickclock_now()\n",
+              rv, tickclock_info_get()->source_name, tickclock_info_get()->why);
       snprintf(detail, sizeof detail, "prctl(PR_SET_TSC, PR_TSC_SIGSEGV) = %d; tickclock_revalidate() = %d",
                event_rc, rv);
       if (rv == TICKCLOCK_SWITCHED) run.switched++;
@@ -220,13 +229,14 @@ int main(int argc, char **argv) {
   /* the interval from just before the event to the end, across it */
   event_error = interval_error(at_event, w1);
   snprintf(src_after, sizeof src_after, "%s", tickclock_info_get()->source_name);
+  json_safe(why, sizeof why, tickclock_info_get()->why);
   printf("TKC-RESULT {\"mode\":\"%s\",\"event_ok\":%s,\"detail\":\"%s\",\"source_before\":\"%s\","
-         "\"source_after\":\"%s\",\"samples\":%" PRIu64 ",\"backward_steps\":%" PRIu64
+         "\"source_at_event\":\"%s\",\"source_after\":\"%s\",\"why_after\":\"%s\",\"samples\":%" PRIu64 ",\"backward_steps\":%" PRIu64
          ",\"worst_interval_error_ns\":%.0f,\"event_interval_error_ns\":%.0f,\"run_error_ns\":%.0f,"
          "\"largest_gap_ns\":%" PRIu64
          ",\"event_raw_ns\":%" PRIu64 ",\"rate_error_ppm\":%.3f,\"revalidate_calls\":%" PRIu64
          ",\"switched\":%" PRIu64 "}\n",
-         mode, event_ok ? "true" : "false", detail, src_before, src_after, run.samples, run.backward,
+         mode, event_ok ? "true" : "false", detail, src_before, src_at_event, src_after, why, run.samples, run.backward,
          run.worst_interval_ns, event_error, interval_error(run.first, w1), run.worst_gap_ns,
          ev_r1 - ev_r0, rate_ppm, run.reval_calls, run.switched);
   fflush(stdout);
