@@ -38,7 +38,7 @@ WORK = os.path.join(OUT, "work")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from matrix_cells import (  # noqa: E402
     ARCHS, COMPILERS, EST, HEADERS, LANGS, OPTS, QUICK, SAN_COMPILER, SANITIZERS, SINGLE_OPTS,
-    STRICT, USER_STRICT, USER_STRICT_C, USER_STRICT_CXX, cpu_models)
+    STRICT, USER_STRICT, USER_STRICT_C, USER_STRICT_CXX, cpu_models, guest_items)
 import matrix_report  # noqa: E402
 from matrix_report import (  # noqa: E402
     CSS, STATUS_ORDER, counts, fmt_dur, grid, host_desc, machine_brief, mhz, read_cost, sections, shard_lines, tests_brief)
@@ -55,7 +55,7 @@ def slug(s):
 class Cell(object):
     def __init__(self, name, kind, **kw):
         self.name = name
-        self.kind = kind  # bazel san arch cpu windows lang
+        self.kind = kind  # bazel san arch cpu windows lang guest
         self.id = slug(name)
         self.compiler = kw.get("compiler", "")
         self.language = kw.get("language", "")
@@ -213,6 +213,11 @@ def all_cells():
     cells.append(Cell("mingw windows x86_64", "windows", compiler="x86_64-w64-mingw32-gcc", target="windows-x86_64",
                       row="mingw (wine)", col="windows", needs_config=["windows"],
                       bazel_flags=["--config=windows"]))
+    for item, arch, accel, event in guest_items():
+        c = Cell("guest %s" % item, "guest", compiler="qemu-system", target=arch, cpu="%s guest" % accel,
+                 row=item.split(":")[0], col=event or "checks")
+        c.item = item
+        cells.append(c)
     return cells
 
 
@@ -375,6 +380,59 @@ class Runner(object):
         cell.status = "PASS" if ok else "FAIL"
         cell.seconds = time.time() - t0
         shutil.rmtree(wd, ignore_errors=True)
+        self.finished(cell)
+
+    def run_guest(self, cell):
+        """`ci/guest --only NAME --json`: the item's status, counts and the
+        source, frequency and method tickclock chose inside the guest."""
+        t0 = time.time()
+        cell.status = "RUNNING"
+        self.bazel_running = (cell, t0)
+        cell.flags = "ci/guest --only %s --json" % cell.item
+        wd = os.path.join(WORK, cell.id)
+        with open(os.path.join(OUT, cell.log), "w") as log:
+            log.write("cell: %s\n\n" % cell.name)
+            rc, out = self.sh(log, [os.path.join(ROOT, "ci/guest"), "--only", cell.item, "--json", "--no-deps",
+                                    "--out", wd], timeout=900)
+            doc = parse_info(out)
+            item = None
+            for i in (doc or {}).get("items", []):
+                if i.get("name") == cell.item:
+                    item = i
+            ok = False
+            if item is None:
+                cell.reason = "ci/guest gave no report (exit %d)" % rc
+                cell.errors = first_errors(out)
+            else:
+                cell.version = item.get("kernel") or ""
+                if item.get("source"):
+                    cell.info = {"source": item["source"], "hz": item.get("frequency_hz"),
+                                 "freq_method": item.get("frequency_method"),
+                                 "uncertainty_ppm": item.get("uncertainty_ppm"), "why": item.get("why")}
+                for k in ("backward_steps", "worst_interval_error_ns", "event_interval_error_ns",
+                          "rate_error_ppm", "source_before", "source_after", "boot_s"):
+                    if item.get(k) is not None:
+                        cell.notes.append("%s: %s" % (k, item[k]))
+                key = {"PASS": "passed", "FAIL": "failed", "SKIPPED": "skipped"}.get(item["status"], "failed")
+                cell.tests[key] = 1
+                ok = item["status"] in ("PASS", "SKIPPED") and rc == 0
+                cell.reason = item.get("reason") or ("ci/guest exited %d" % rc if not ok else "")
+                if not ok:
+                    cell.errors = [cell.reason] + (item.get("tail") or [])[-4:]
+                # the guest's serial console, into this cell's log
+                glog = os.path.join(wd, item.get("log") or "")
+                if os.path.isfile(glog):
+                    with open(glog, errors="replace") as f:
+                        log.write("\n---- serial console (%s) ----\n%s" % (item.get("log"), f.read()))
+                if item["status"] == "SKIPPED":
+                    cell.status = "SKIPPED"
+            log.write("\nresult: %s %s\n" % (cell.status if cell.status == "SKIPPED" else
+                                               ("PASS" if ok else "FAIL"), cell.reason))
+        shutil.rmtree(wd, ignore_errors=True)
+        if cell.status != "SKIPPED":
+            cell.status = "PASS" if ok else "FAIL"
+        cell.seconds = time.time() - t0
+        self.bazel_running = None
         self.finished(cell)
 
     def bazel_flags(self, cell):
@@ -963,21 +1021,30 @@ def run(argv):
                   key=lambda n: [x for x, _, _ in COMPILERS].index(n))
     cross_needed = any(c.kind in ("arch", "cpu") and any(x in configs for x in c.needs_config) for c in cells)
     windows_needed = any(c.kind == "windows" and any(x in configs for x in c.needs_config) for c in cells)
+    guest_needed = any(c.kind == "guest" for c in cells)
     deps_log = os.path.join(LOGS, "deps.log")
     deps_out = ""
     if not args.no_deps and cells:
         t = time.time()
         with open(deps_log, "w") as log:
             r = Runner([], 1)
-            rc, deps_out = r.sh(log, [os.path.join(ROOT, "ci/deps"), "matrix"] + need, timeout=1800)
+            deps_out = ""
+            # `ci/deps matrix` without a compiler means every compiler: only
+            # when a cell needs one (the other groups bring the host packages)
+            if need or not (cross_needed or windows_needed or guest_needed):
+                rc, deps_out = r.sh(log, [os.path.join(ROOT, "ci/deps"), "matrix"] + need, timeout=1800)
             if cross_needed:
                 rc2, o2 = r.sh(log, [os.path.join(ROOT, "ci/deps"), "cross"], timeout=1800)
                 deps_out += o2
             if windows_needed:
                 rc3, o3 = r.sh(log, [os.path.join(ROOT, "ci/deps"), "windows"], timeout=1800)
                 deps_out += o3
-        print("ci/matrix: ci/deps matrix %s%s: %.0fs (logs/deps.log)" % (
-            " ".join(need), " + ci/deps cross" if cross_needed else "", time.time() - t), flush=True)
+            if guest_needed:
+                rc4, o4 = r.sh(log, [os.path.join(ROOT, "ci/deps"), "guest"], timeout=1800)
+                deps_out += o4
+        print("ci/matrix: ci/deps matrix %s%s%s: %.0fs (logs/deps.log)" % (
+            " ".join(need), " + ci/deps cross" if cross_needed else "",
+            " + ci/deps guest" if guest_needed else "", time.time() - t), flush=True)
 
     runner = Runner(cells, args.jobs)
     runner.remote = args.remote_cache
@@ -1042,7 +1109,10 @@ def run(argv):
     # language-mode cells in a pool beside them.
     def bazel_lane():
         for c in bazel_cells:
-            runner.run_bazel(c)
+            if c.kind == "guest":
+                runner.run_guest(c)
+            else:
+                runner.run_bazel(c)
 
     lane = threading.Thread(target=bazel_lane)
     lane.start()

@@ -3,7 +3,8 @@
 Each list below turns into cells in ci/matrix.py's all_cells(): a Bazel
 suite per host compiler, a language-mode cell per compiler x header x
 language x optimisation level, a sanitizer cell per sanitizer, a cell per
-cross target and per x86 CPU model (tests/cpu_models.tsv), and Windows.
+cross target and per x86 CPU model (tests/cpu_models.tsv), Windows, and a
+cell per guest and per life event of ci/guest (ci/guests.py, the guest table).
 A compiler also needs its packages in ci/deps (`ci/deps matrix NAME`); a
 target its --config in .bazelrc (see toolchains/README.md).
 """
@@ -60,8 +61,20 @@ def cpu_models():
                         "tests", "cpu_models.tsv")
     with open(path) as f:
         return [l.split()[0] for l in f if l.strip() and not l.lstrip().startswith("#")]
+# Guests of ci/guest: (item name, architecture, accelerator) for each guest
+# and each of its life events ("x86_64-max", "x86_64-max:pause"); a cell
+# runs `ci/guest --only NAME --json`. The guests live in ci/guests.py.
+def guest_items():
+    import guests
+    out = []
+    for g in guests.GUESTS:
+        out.append((g["name"], g["arch"], g["accel"], ""))
+        for e in g["events"]:
+            out.append(("%s:%s" % (g["name"], e), g["arch"], g["accel"], e))
+    return out
 # Expected seconds per cell before any has finished (ETA only).
-EST = {"bazel": 110.0, "san": 120.0, "arch": 150.0, "cpu": 60.0, "windows": 150.0, "lang": 4.0}
+EST = {"bazel": 110.0, "san": 120.0, "arch": 150.0, "cpu": 60.0, "windows": 150.0, "lang": 4.0,
+       "guest": 20.0}
 
 QUICK = [  # regexes over cell names; what `--quick` runs
     r"^clang-19 bazel x86_64$",
@@ -70,5 +83,7 @@ QUICK = [  # regexes over cell names; what `--quick` runs
     r"^(gcc-11|clang-19) single-header ",
     r"^gcc-12 cross aarch64$",
     r"^cpu max,-rdtscp$",
+    r"^guest x86_64-max$",   # the quick pair of ci/guest (ci/guest --quick)
+    r"^guest aarch64-max$",
 ]
 

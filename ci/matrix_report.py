@@ -115,6 +115,8 @@ def sections(cells):
     out.append(("Targets (--config=<arch>, QEMU user mode) and Windows",)
                + grid(cells, lambda c: c.kind in ("arch", "windows")))
     out.append(("x86 CPU models (qemu-x86_64 -cpu MODEL)",) + grid(cells, lambda c: c.kind == "cpu"))
+    out.append(("Guests (ci/guest: Debian kernels under qemu-system-<arch>; checks and life events)",)
+               + grid(cells, lambda c: c.kind == "guest"))
     return [s for s in out if s[1]]
 
 

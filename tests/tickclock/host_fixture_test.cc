@@ -3,6 +3,10 @@
 // the source and frequency method chosen there must be chosen again from the
 // recorded evidence, and with RDTSC disabled (PR_SET_TSC) the OS clock. One
 // test case per host; a fixture without its test case fails the last case.
+// Emulated guests (qemu-*.cpuid, written by ci/guest inside QEMU system
+// emulation and marked by a `# emulated:` line) are replayed by one case
+// that reads each file's own expectations: they are regenerated with the
+// guest table, not named here one by one.
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
@@ -117,9 +121,47 @@ TEST_CASE("host: Intel 6/0xCF under Firecracker/KVM, clocksource tsc: the TSC by
   replay("firecracker-intel-06-cf-tsc.cpuid", {"tsc", "calibration", "unknown (not recorded)", "yes"});
 }
 
+// The emulated guests' fixtures: what `tickclock-probe validate` recorded
+// inside the guest must be what ci/guest's table expects there
+// (guest.expect.source), and the decider must choose it again from the
+// recorded evidence.
+std::set<std::string> emulated_fixtures() {
+  std::set<std::string> out;
+  for (const std::string &f : list_cpuid(host_dir())) {
+    std::string text;
+    if (!read_file(f, &text)) continue;
+    Parsed p = parse_text(text, f);
+    if (p.bad_line == 0 && tickclock_fixture_meta_get(p.fx.get(), "emulated") != nullptr)
+      out.insert(f.substr(f.rfind('/') + 1));
+  }
+  return out;
+}
+
+TEST_CASE("emulated guests (ci/guest, QEMU system emulation): each replays to its recorded choice") {
+  std::set<std::string> guests = emulated_fixtures();
+  for (const std::string &name : guests) {
+    CAPTURE(name);
+    CHECK(name.rfind("qemu-", 0) == 0);
+    std::string text;
+    REQUIRE(read_file(host_dir() + "/" + name, &text));
+    Parsed p = parse_text(text, name);
+    REQUIRE(p.bad_line == 0);
+    const tickclock_fixture *fx = p.fx.get();
+    REQUIRE(tickclock_fixture_meta_get(fx, "guest.expect.source") != nullptr);
+    CHECK(meta(fx, "expect.source") == meta(fx, "guest.expect.source"));
+    CHECK(meta(fx, "validate.verdict") == "pass");
+    // copies: the Expect fields point into them
+    std::string src = meta(fx, "expect.source"), freq = meta(fx, "expect.freq");
+    std::string verdict = meta(fx, "validate.verdict"), traps = meta(fx, "observed.pr_set_tsc_traps");
+    replay(name.c_str(), {src.c_str(), freq.c_str(), verdict.c_str(), traps.c_str()});
+  }
+}
+
 TEST_CASE("every host fixture has its test case") {
   std::vector<std::string> files = list_cpuid(host_dir());
   std::set<std::string> have, named(std::begin(kHosts), std::end(kHosts));
+  std::set<std::string> guests = emulated_fixtures();
+  named.insert(guests.begin(), guests.end());
   for (const std::string &f : files) have.insert(f.substr(f.rfind('/') + 1));
   CHECK(have == named);
   CHECK(have.size() >= 4);
