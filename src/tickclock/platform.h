@@ -15,9 +15,14 @@ extern "C" {
 
 /* Two suspended-time readings (tickclock_platform.suspended_ns) further
  * apart than this: a suspend lies between them (a reading is good to half
- * its own bracket of two clock reads, kept under a tenth of this; no
- * suspend and resume takes less than milliseconds). */
-#define TKC_SUSPEND_MIN_NS UINT64_C(100000)
+ * its own bracket of two clock reads, kept under a quarter of this even
+ * where clock reads are slow, as under emulation; no suspend and resume
+ * takes less than tens of milliseconds). */
+#define TKC_SUSPEND_MIN_NS UINT64_C(1000000)
+/* How far the kernel's own account of a suspend may be off: where the
+ * clocksource stops in the suspend, the kernel measures it with the
+ * persistent clock (the RTC: whole seconds). */
+#define TKC_SUSPEND_ACCOUNT_NS 2000000000.0
 
 #define TICKCLOCK_PRCTL_UNKNOWN 0
 #define TICKCLOCK_PRCTL_ENABLED 1

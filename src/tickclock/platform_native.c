@@ -173,15 +173,15 @@ uint64_t tkc_os_now_syscall(void) {
 uint64_t tkc_os_suspended_ns(void) {
 #if defined(__linux__)
   /* the reading is good to half its bracket: a preempted one (wider than
-   * a tenth of the suspend threshold) is taken again, and after four such
-   * the answer is "unknown" (no suspend is judged from it) */
+   * a quarter of the suspend threshold) is taken again, and after four
+   * such the answer is "unknown" (no suspend is judged from it) */
   int tries;
   for (tries = 0; tries < 4; tries++) {
     uint64_t m0, b, m1;
     if (!tkc_os_clock(CLOCK_MONOTONIC, &m0) || !tkc_os_clock(CLOCK_BOOTTIME, &b) ||
         !tkc_os_clock(CLOCK_MONOTONIC, &m1) || m1 < m0)
       return UINT64_MAX;
-    if (m1 - m0 > TKC_SUSPEND_MIN_NS / 10) continue;
+    if (m1 - m0 > TKC_SUSPEND_MIN_NS / 4) continue;
     m0 += (m1 - m0) / 2;
     return b > m0 ? b - m0 : 0;
   }

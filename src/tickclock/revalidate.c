@@ -103,8 +103,11 @@ static int tkc_disagree(double a, double b, double bound) {
  * frequency's uncertainty) of the raw time, plus DRIFT_ABS_NS and the two
  * brackets' half-widths. Across a suspend (the two samples saw different
  * suspended times) the counter may have counted the suspended time or
- * not: either agreement passes. 1 when they do not agree; the figures in
- * dc, dr (raw, plus the suspended time when it was counted), bound. */
+ * not, and the kernel's account of it may be off by the persistent
+ * clock's seconds (TKC_SUSPEND_ACCOUNT_NS): any advance from the awake
+ * time to the awake and suspended time plus that passes (a step back, or
+ * far beyond, does not). 1 when they do not agree; the figures in dc, dr
+ * (raw, plus the suspended time when it was counted), bound. */
 static int tkc_drifted(const tickclock_info *s, tkc_bracket b, double w,
                               tkc_bracket ref, double *dc, double *dr, double *bound) {
   double wr = (double)tickclock_conv_ticks_to_ns(&s->src_conv, ref.width);
@@ -115,10 +118,9 @@ static int tkc_drifted(const tickclock_info *s, tkc_bracket b, double w,
   if (!tkc_disagree(*dc, *dr, *bound)) return 0;
   if (tkc_suspend_between(ref.susp, b.susp) && b.susp > ref.susp) {
     double slept = (double)(b.susp - ref.susp);
-    if (!tkc_disagree(*dc, *dr + slept, *bound + slept * rate)) {
-      *dr += slept;
+    if (*dc >= *dr - *bound && *dc <= *dr + slept + TKC_SUSPEND_ACCOUNT_NS + *bound + slept * rate)
       return 0;
-    }
+    *dr += slept; /* what the report compares with: the longer of the two */
   }
   return 1;
 }
@@ -192,6 +194,9 @@ static int tkc_revalidate_locked(int with_io) {
     tkc_switch_to_os(s, why, TKC_DISTRUST);
     return TICKCLOCK_SWITCHED;
   }
+  /* across a suspend the counter's advance is known only to the kernel's
+   * account of it: the total since publication starts again here */
+  if (tkc_suspend_between(tkc_bk.chk_prev.susp, b.susp)) tkc_bk.chk_anchor = b;
   tkc_bk.chk_prev = b;
   tkc_note_sample(tkc_map(s, b.mid - b.width / 2), tkc_map(s, b.mid + b.width / 2), b.susp);
   tkc_bk.max_seen =

@@ -97,8 +97,11 @@
  *    and that plus the time suspended. The library never measures a rate
  *    across a suspend (a calibration or refinement sample whose ends see
  *    different CLOCK_BOOTTIME - CLOCK_MONOTONIC is discarded and measuring
- *    starts again), and the rate check accepts a counter that advanced by
- *    either amount across one. No counter state states less than 0.01 ppm.
+ *    starts again), and the rate check accepts a counter that advanced
+ *    across one by anything from the time awake to the time awake and
+ *    suspended (the kernel's account of a suspend may be off by whole
+ *    seconds of the RTC: 2 s are allowed), then checks the total from
+ *    there. No counter state states less than 0.01 ppm.
  *  - Durations: tickclock_delta_ns converts with the best rate known when
  *    it runs (what is due is done first, for the later of its two ticks);
  *    two calls with the same ticks agree unless a refinement was published
