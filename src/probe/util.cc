@@ -316,13 +316,6 @@ std::string tool_version() {
   return fmt("%d.%d.%d", TICKCLOCK_VERSION_MAJOR, TICKCLOCK_VERSION_MINOR, TICKCLOCK_VERSION_PATCH);
 }
 
-namespace {
-
-std::string first_line(const char *path) {
-  char buf[256];
-  return tkc_p_read_line(path, buf, sizeof buf) ? std::string(buf) : std::string();
-}
-
 // "model name" (x86), else "cpu" (POWER), else "Processor"/"uarch" lines of
 // /proc/cpuinfo; on x86 the CPUID brand string when /proc is not there.
 std::string cpu_model() {
@@ -351,6 +344,14 @@ std::string cpu_model() {
 #endif
   return std::string();
 }
+
+namespace {
+
+std::string first_line(const char *path) {
+  char buf[256];
+  return tkc_p_read_line(path, buf, sizeof buf) ? std::string(buf) : std::string();
+}
+
 
 std::string hypervisor_signature() {
 #if defined(__x86_64__) || defined(__i386__)

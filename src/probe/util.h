@@ -180,6 +180,8 @@ namespace tickclock_probe {
 // Raise kSchemaVersion when a key is removed or changes its type.
 constexpr int kSchemaVersion = 2;
 std::string tool_version();
+// The CPU as the kernel names it (/proc/cpuinfo), else CPUID's brand string.
+std::string cpu_model();
 // `{"schema_version":2,...,"host":{...}` without the closing brace: the
 // command appends ",KEY:VALUE..." and "}".
 std::string json_envelope(const char *command);

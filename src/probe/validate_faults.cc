@@ -153,9 +153,14 @@ void pr_set_tsc_before(TscFaults *f) {
                  "tickclock does";
   } else if (!x.tsc) {
     f->not_why = "CPUID.01H:EDX[4] (TSC) is clear: no RDTSC to disable";
-  } else if (x.hv_valid && std::strcmp(x.hv_signature, "TCGTCGTCGTCG") == 0) {
-    // QEMU user mode would pass the prctl to the emulator process itself
-    f->not_why = "under QEMU's TCG emulation: PR_SET_TSC would reach the emulator, not this program";
+  } else if (x.hv_valid && std::strcmp(x.hv_signature, "TCGTCGTCGTCG") == 0 &&
+             cpu_model().find("QEMU") == std::string::npos) {
+    // QEMU user mode: the CPUID is the emulator's, the kernel (and its
+    // /proc/cpuinfo) the host's, and the prctl would reach the emulator
+    // process itself. Under QEMU system emulation the guest's own kernel
+    // names the emulated CPU ("QEMU TCG CPU", "QEMU Virtual CPU") and
+    // enforces PR_SET_TSC: the check applies there.
+    f->not_why = "under QEMU user-mode emulation: PR_SET_TSC would reach the emulator, not this program";
   } else {
     f->applicable = true;
     f->before = in_child(child_before_first_use);
