@@ -491,3 +491,38 @@ TEST_CASE("a child forked without the fork handlers (the raw system call) takes 
     pthread_join(t, nullptr);
   }, 30));
 }
+
+namespace {
+std::atomic<int> g_reinit_started(0);
+void *reinit_200ms(void *) {
+  tickclock_config cfg = {TICKCLOCK_SOURCE_TSC, 200, 0};
+  g_reinit_started = 1;
+  (void)tickclock_init(&cfg);
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("fork() during another thread's re-initialisation waits for it: the child starts from the finished state") {
+  check_clean(in_child([] {
+    (void)tickclock_now();
+    unsigned gen0 = tickclock_info_get()->generation;
+    pthread_t t;
+    EXPECT(pthread_create(&t, nullptr, reinit_200ms, nullptr) == 0);
+    while (g_reinit_started.load() == 0) sleep_ms(1);
+    sleep_ms(20);  // 180 ms of its calibration left, the lock held
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    pid_t pid = fork();  // the fork handlers take the lock: it waits
+    if (pid == 0) {
+      // the re-initialisation finished before the fork went on
+      _exit(tickclock_info_get()->generation > gen0 ? 0 : 41);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double waited_ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+    int st = tctest::wait_child(pid, 5000);
+    fprintf(stderr, "fork() during a re-initialisation waited %.1f ms; child status %d\n", waited_ms, st);
+    EXPECT(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    EXPECT(waited_ms > 50);
+    pthread_join(t, nullptr);
+  }, 30));
+}
