@@ -269,7 +269,7 @@ static void tkc_record_counter(const tickclock_evidence *ev, tickclock_info *out
   }
   tkc_strlcpy(d->sys->reason, "not needed: the hardware counter is trusted and cheaper",
                      sizeof d->sys->reason);
-  tkc_fmt(out->why, sizeof out->why, "%s: %s", d->cname, cnt->reason);
+  tkc_strlcpy(out->why, cnt->reason, sizeof out->why);
 }
 
 /* 5b. record the OS clock as the choice */
@@ -288,14 +288,11 @@ static void tkc_record_system(const tickclock_evidence *ev, tickclock_info *out,
                          sizeof cnt->reason);
   }
   if (d->forced)
-    tkc_fmt(out->why, sizeof out->why, "%s: forced by %s", sys->name,
-                   tkc_forced_by(d->forced));
+    tkc_fmt(out->why, sizeof out->why, "forced by %s", tkc_forced_by(d->forced));
   else if (cnt)
-    tkc_fmt(out->why, sizeof out->why, "%s: %s refused: %s", sys->name, d->cname,
-                   cnt->reason);
+    tkc_fmt(out->why, sizeof out->why, "%s refused: %s", d->cname, cnt->reason);
   else
-    tkc_fmt(out->why, sizeof out->why, "%s: %s", sys->name,
-                   d->exec_why[0] ? d->exec_why : "no counter");
+    tkc_strlcpy(out->why, d->exec_why[0] ? d->exec_why : "no counter", sizeof out->why);
 }
 
 int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {

@@ -272,6 +272,10 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
   for (tries = 0; counter && tries < 3 && anchor.width == UINT64_MAX; tries++)
     anchor = tkc_tightest_bracket(tkc_read_counter_ordered);
   tkc_continue(old, slot, trust); /* may extrapolate from the old samples */
+  /* the rate of the ticks handed out: the unit's (ticks are ns unscaled) */
+  slot->unit_hz_num = slot->scaled ? slot->conv.hz_num : UINT64_C(1000000000);
+  slot->unit_hz_den = slot->scaled ? slot->conv.hz_den : 1;
+  slot->unit_hz = (double)slot->unit_hz_num / (double)slot->unit_hz_den;
   tkc_note_path(slot);
   tkc_link_history(slot);
   tkc_bk.chk_anchor = tkc_bk.chk_prev = anchor;
@@ -569,8 +573,8 @@ static const tickclock_info tkc_reentry_state = {
     TICKCLOCK_FREQ_IDENTITY, "identity",            /* freq_method, its name */
     0.0, 0, 0, 1.0,                                 /* uncertainty, baseline, pending, resolution */
     0, 0,                                           /* forced, request_refused */
-    "system: a signal handler interrupted this thread's first initialisation; its readings "
-    "are CLOCK_MONOTONIC read directly (nanoseconds)", /* why */
+    "a signal handler interrupted this thread's first initialisation; its readings are "
+    "CLOCK_MONOTONIC read directly (nanoseconds)",  /* why */
     "",                                             /* env_error */
     0, {{0, NULL, 0, 0, 0.0, ""}},                  /* candidates */
     "identity",                                     /* freq_detail */
@@ -578,7 +582,8 @@ static const tickclock_info tkc_reentry_state = {
     {{0}}, 0.0, 0,                                  /* disagreements, revalidated */
     TICKCLOCK_SOURCE_SYSTEM, TICKCLOCK_READ_OS, 1, 0, /* unit_source, read_path, src_is_unit, src_base */
     {UINT64_C(1000000000), 1, 1, 0, 1, 0},          /* src_conv */
-    0, NULL, NULL, 0,                               /* generation, prev, skip, skip_min_base */
+    0, UINT64_C(1000000000), 1, 1e9,                /* generation, unit_hz */
+    NULL, NULL, 0,                                  /* prev, skip, skip_min_base */
     0, 0, UINT64_MAX                                /* cont_bound_ns, bounded_switch, susp_ns */
 };
 

@@ -37,12 +37,38 @@ void tkc_source_name_list(char *dst, size_t n) {
   }
 }
 
+/* ASCII case folded: "TSC", "Tsc" and "tsc" name the same source. */
+static int tkc_same_name(const char *a, const char *b) {
+  for (;; a++, b++) {
+    char x = *a, y = *b;
+    if (x >= 'A' && x <= 'Z') x = (char)(x - 'A' + 'a');
+    if (x != y) return 0;
+    if (x == '\0') return 1;
+  }
+}
+
 int tickclock_source_from_name(const char *name) {
   int i;
   if (name == NULL) return -1;
   for (i = 0; i < TICKCLOCK_SOURCE_COUNT_; i++)
-    if (strcmp(name, tkc_source_names[i]) == 0) return i;
+    if (tkc_same_name(name, tkc_source_names[i])) return i;
   return -1;
+}
+
+const char *tickclock_strerror(int rc) {
+  switch (rc) {
+    case TICKCLOCK_OK: return "success";
+    case TICKCLOCK_SWITCHED: return "re-validation switched to the OS clock";
+    case TICKCLOCK_EINVAL: return "invalid argument (nothing changed)";
+    case TICKCLOCK_EUNAVAILABLE:
+      return "the forced source is unusable here; the automatic choice was made";
+    case TICKCLOCK_EBUSY:
+      return "re-entered from a signal handler that interrupted the library (nothing changed)";
+    case TICKCLOCK_ENOMEM: return "no memory for a new state (the current one is kept)";
+    case TICKCLOCK_ELIMIT:
+      return "the state history is full (TICKCLOCK_MAX_STATES); the current state is kept";
+    default: return "unknown tickclock return code";
+  }
 }
 
 /* The library's own formatter: the subset of printf its reasons use

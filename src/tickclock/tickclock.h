@@ -137,7 +137,10 @@
  *
  * Vendoring: the amalgamated single header (bazel build //:single_header)
  * holds everything; `#define TICKCLOCK_IMPLEMENTATION` before including it
- * in exactly one .c/.cc file (any include order).
+ * in exactly one .c/.cc file (any include order). Link errors naming
+ * tkc_g_source, tkc_g_state, tkc_now_slow or tickclock_info_get mean no
+ * file defined TICKCLOCK_IMPLEMENTATION (or TICKCLOCK_STATIC is set in some
+ * files only): define it in exactly one.
  */
 #ifndef TICKCLOCK_H
 #define TICKCLOCK_H
@@ -254,7 +257,8 @@ typedef struct tickclock_config {
 } tickclock_config;
 
 #define TICKCLOCK_MAX_CANDIDATES 8
-#define TICKCLOCK_REASON_LEN 192
+#define TICKCLOCK_REASON_LEN 256 /* a candidate's or frequency source's reason */
+#define TICKCLOCK_WHY_LEN 512    /* the state's one line: room for every reason whole */
 
 /* tickclock_info.forced: who chose the source. */
 #define TICKCLOCK_FORCED_NO 0        /* the automatic choice */
@@ -305,7 +309,9 @@ typedef struct tickclock_info {
   const char *source_name;
   uint64_t hz_num, hz_den;  /* the source's frequency as a rational (Hz); the
                                unit's is conv.hz_num / conv.hz_den */
-  double hz;                /* hz_num / hz_den */
+  double hz;                /* hz_num / hz_den: the source's rate. Ticks handed out
+                               are in the process's unit, whose rate is unit_hz
+                               (differs after a switch: see unit_hz) */
   int freq_method;          /* tickclock_freq_method */
   const char *freq_method_name;
   double uncertainty_ppm;   /* of the frequency; 0 when exact */
@@ -324,7 +330,8 @@ typedef struct tickclock_info {
   double resolution_ns;     /* granularity of one tick, ns */
   int forced;               /* TICKCLOCK_FORCED_*: who chose the source */
   int request_refused;      /* a forced source was unusable; automatic choice made */
-  char why[TICKCLOCK_REASON_LEN];       /* one line: why this source */
+  char why[TICKCLOCK_WHY_LEN];          /* one line: why this source (source_name is
+                                           not repeated in it) */
   char env_error[TICKCLOCK_REASON_LEN]; /* bad TICKCLOCK_SOURCE, or "" */
   unsigned n_candidates;
   tickclock_candidate candidates[TICKCLOCK_MAX_CANDIDATES];
@@ -346,6 +353,11 @@ typedef struct tickclock_info {
   uint64_t src_base;        /* the source's reading at base_ticks */
   tickclock_conv src_conv;  /* the source's own ticks <-> ns */
   unsigned generation;      /* 1 for the first published state, +1 each */
+  uint64_t unit_hz_num, unit_hz_den; /* the rate of the ticks tickclock_now()
+                               hands out (the unit's, the first state's source):
+                               ticks / unit_hz is seconds, whatever source reads
+                               now; == hz while the source is the unit's */
+  double unit_hz;
   const struct tickclock_info *prev; /* the state this one replaced; ticks
                                below base_ticks convert with it, so what an
                                earlier tick means never changes */
@@ -371,8 +383,13 @@ typedef struct tickclock_info {
 
 TICKCLOCK_API const char *tickclock_source_name(int source);
 TICKCLOCK_API const char *tickclock_freq_method_name(int method);
-/* "tsc" -> TICKCLOCK_SOURCE_TSC, "auto" -> AUTO; -1 if unknown. */
+/* "tsc" (any case: "TSC") -> TICKCLOCK_SOURCE_TSC, "auto" -> AUTO; -1 if
+ * unknown. TICKCLOCK_SOURCE is read with it. */
 TICKCLOCK_API int tickclock_source_from_name(const char *name);
+/* One line for a return code of tickclock_init, tickclock_revalidate,
+ * tickclock_conv_init (TICKCLOCK_OK, TICKCLOCK_SWITCHED, the negative
+ * TICKCLOCK_E*); never NULL. */
+TICKCLOCK_API const char *tickclock_strerror(int rc);
 
 /* Optional: choose (or force) the source. NULL = automatic. Thread-safe;
  * the tick unit stays the process's (see the contract at the top), so

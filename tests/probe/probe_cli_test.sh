@@ -298,7 +298,7 @@ bad_env_timing() {
   [[ $? -eq 2 ]] && grep -q "TICKCLOCK_SOURCE" "$tmp/err"
 }
 env_auto() { TICKCLOCK_SOURCE=auto P --json > "$tmp/out"; }
-for v in sundial TSC " tsc" "tsc,system" "$(printf 'x%.0s' {1..100})"; do
+for v in sundial TSCX " tsc" "tsc,system" "$(printf 'x%.0s' {1..100})"; do
   check "TICKCLOCK_SOURCE='${v:0:12}' report" bad_env_report "$v"
   check "TICKCLOCK_SOURCE='${v:0:12}' timing" bad_env_timing "$v"
 done

@@ -7,6 +7,7 @@
 // For every dump: it parses; decoding never asks for a leaf outside its
 // range (checked by a leaf source that knows the ranges independently);
 // the decision under several kernels' verdicts is well-formed.
+#include <cstring>
 #include <set>
 
 #include "doctest/doctest.h"
@@ -148,6 +149,15 @@ TEST_CASE("shared corpus: parse, gating, well-formed decisions") {
         rc = tickclock_decide(&ev, info.get());
       }
       CHECK(rc == 0);
+      // every reason whole: none fills its buffer (a cut one would), and
+      // the state's line does not repeat the source's name
+      CHECK(std::strlen(info->why) + 1 < sizeof info->why);
+      for (unsigned k = 0; k < info->n_candidates; k++)
+        CHECK(std::strlen(info->candidates[k].reason) + 1 < sizeof info->candidates[k].reason);
+      for (unsigned k = 0; k < info->n_freqs; k++)
+        CHECK(std::strlen(info->freqs[k].reason) + 1 < sizeof info->freqs[k].reason);
+      CHECK(std::strncmp(info->why, (std::string(info->source_name) + ":").c_str(),
+                         std::strlen(info->source_name) + 1) != 0);
       std::string m = malformed(*info);
       CHECK_MESSAGE(m == "", m << " under clocksource '" << v[0] << "'");
       if (info->source == TICKCLOCK_SOURCE_TSC) {

@@ -57,6 +57,22 @@ TEST_CASE("TICKCLOCK_SOURCE=system forces the OS clock") {
   CHECK(std::strstr(tickclock_info_get()->why, "TICKCLOCK_SOURCE") != NULL);
 }
 
+TEST_CASE("TICKCLOCK_SOURCE is read in any case: SYSTEM, System") {
+  for (const char *v : {"SYSTEM", "System", "sYsTeM"}) {
+    CAPTURE(v);
+    setenv("TICKCLOCK_SOURCE", v, 1);
+    CHECK(tickclock_init(NULL) == TICKCLOCK_OK);
+    CHECK(tickclock_info_get()->source == TICKCLOCK_SOURCE_SYSTEM);
+    CHECK(tickclock_info_get()->forced == 2);
+    CHECK(tickclock_info_get()->env_error[0] == '\0');
+  }
+  CHECK(tickclock_source_from_name("TSC") == TICKCLOCK_SOURCE_TSC);
+  CHECK(tickclock_source_from_name("Auto") == TICKCLOCK_SOURCE_AUTO);
+  CHECK(tickclock_source_from_name("tscx") == -1);
+  CHECK(tickclock_source_from_name("ts") == -1);
+  unsetenv("TICKCLOCK_SOURCE");
+}
+
 TEST_CASE("TICKCLOCK_SOURCE=auto is the automatic choice") {
   int a = auto_choice();
   setenv("TICKCLOCK_SOURCE", "auto", 1);
@@ -101,6 +117,8 @@ TEST_CASE("a bad TICKCLOCK_SOURCE is reported once on stderr and auto is kept") 
   const char *err = tickclock_info_get()->env_error;
   CHECK(std::strstr(err, "TICKCLOCK_SOURCE='bogus-clock\\n\\x1b[2J\\xff\\\\'") != NULL);
   for (const char *c = err; *c; c++) CHECK((unsigned char)*c >= 0x20);
+  // it lists the names that would do
+  CHECK(std::strstr(err, "auto, system, tsc, cntvct, timebase, tod, rdtime, qpc") != NULL);
   // one line, naming the variable and the value
   CHECK(first.find("TICKCLOCK_SOURCE='bogus-clock\\n\\x1b[2J\\xff\\\\'") != std::string::npos);
   CHECK(first.find('\n') == first.size() - 1);
