@@ -103,7 +103,7 @@ int tkc_calibrate(uint64_t (*rd)(void), uint32_t ms, tickclock_calibration *out)
       out->no_clock = 1;
       return 0;
     }
-    if (a.width == UINT64_MAX && attempt < 3) continue; /* (a suspend inside it): again */
+    if (a.width == UINT64_MAX && attempt < 3) continue; /* a suspend or every try backwards: again */
     for (span = ms;; span *= 4) {
       tkc_wait_until(a.ns + (uint64_t)span * UINT64_C(1000000));
       b = tkc_tightest_bracket(rd);

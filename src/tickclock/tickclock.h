@@ -46,7 +46,7 @@
  *  - A published state is never written again: the tickclock_info_get()
  *    pointer and its content stay valid for the life of the process. The
  *    history is bounded: at most TICKCLOCK_MAX_STATES states are ever
- *    published (about 5 KB each); past TICKCLOCK_COALESCE_AFTER of them a
+ *    published (about 6.6 KB each); past TICKCLOCK_COALESCE_AFTER of them a
  *    re-initialisation that decides what the current state says keeps it,
  *    and one that would need a new state past the limit returns
  *    TICKCLOCK_ELIMIT (refinements then stop; a switch to the OS clock
