@@ -167,8 +167,11 @@ TIERS = [
 def first_errors(text, n=8):
     """The first lines that say what went wrong: compiler errors, failed
     checks and sanitizer reports first, then Bazel's ERROR and FAILED lines."""
+    # a skip a test reported (TICKCLOCK_SKIPPED, doctest's MESSAGE of it) is
+    # not what went wrong, even when its reason names a sanitizer
     lines = [l.replace(ROOT + "/", "").rstrip()[:300] for l in text.splitlines()
-             if l.strip() and not l.startswith("$ ")]
+             if l.strip() and not l.startswith("$ ") and not l.startswith("TICKCLOCK_SKIPPED: ")
+             and "MESSAGE: SKIPPED: " not in l]
     out = []
     for tier in TIERS:
         for l in lines:
@@ -277,6 +280,13 @@ class Runner(object):
             if self.report:
                 self.report()
 
+    def started(self, cell):
+        """The partial report shows the cell RUNNING."""
+        cell.status = "RUNNING"
+        with self.lock:
+            if self.report:
+                self.report()
+
     # -- one process, logged
     def sh(self, log, argv, cwd=ROOT, timeout=600, env=None, cache_key=None):
         """Runs argv, output into log. A Bazel build/test/run gets the remote
@@ -319,7 +329,7 @@ class Runner(object):
 
     def run_lang(self, cell, cc, cxx, single_dir, core_srcs):
         t0 = time.time()
-        cell.status = "RUNNING"
+        self.started(cell)
         wd = os.path.join(WORK, cell.id)
         shutil.rmtree(wd, ignore_errors=True)
         os.makedirs(wd)
@@ -395,7 +405,7 @@ class Runner(object):
         """`ci/guest --only NAME --json`: the item's status, counts and the
         source, frequency and method tickclock chose inside the guest."""
         t0 = time.time()
-        cell.status = "RUNNING"
+        self.started(cell)
         self.bazel_running = (cell, t0)
         cell.flags = "ci/guest --only %s --json" % cell.item
         wd = os.path.join(WORK, cell.id)
@@ -455,7 +465,7 @@ class Runner(object):
 
     def run_bazel(self, cell):
         t0 = time.time()
-        cell.status = "RUNNING"
+        self.started(cell)
         self.bazel_running = (cell, t0)
         flags = self.bazel_flags(cell)
         cell.flags = " ".join(flags)
