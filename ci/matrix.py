@@ -7,8 +7,11 @@
 
 Run through the ci/matrix wrapper (it makes sure python3 is there). See
 ci/README.md for the cells, how to add a compiler or a target, and how to
-read the report. Writes out/matrix/ (or --out DIR)
-{report.md,report.json,report.html} and one log per cell under logs/. The last line printed is
+read the report. Writes out/matrix/ (--only: out/matrix-only/; or --out DIR)
+{report.md,report.json,report.html} and one log per cell under logs/. A run
+writes into DIR/current/, the report rewritten as each cell finishes, and
+moves it to DIR/ only when every cell has finished: the previous complete
+report stays in DIR/ until then. The last line printed is
 "N passed, N failed, N skipped" (cells; SKIPPED cells count as skipped).
 Exit status 0 iff no cell FAILED.
 """
@@ -29,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 OUT = os.path.join(ROOT, "out", "matrix")
+OUT_ONLY = os.path.join(ROOT, "out", "matrix-only")  # where --only runs go without --out
 LOGS = os.path.join(OUT, "logs")
 WORK = os.path.join(OUT, "work")
 
@@ -70,6 +74,7 @@ class Cell(object):
         self.reason = ""
         self.errors = []
         self.tests = {"passed": 0, "failed": 0, "skipped": 0}
+        self.skipped_tests = []  # [{target, reason}]: each test counted as skipped, and why
         self.info = None
         self.version = ""
         self.seconds = 0.0
@@ -99,6 +104,7 @@ class Cell(object):
             "status": self.status,
             "seconds": round(self.seconds, 1),
             "tests": self.tests,
+            "skipped_tests": self.skipped_tests,
             "source": info.get("source"),
             "frequency_hz": info.get("hz"),
             "frequency_method": info.get("freq_method"),
@@ -161,8 +167,11 @@ TIERS = [
 def first_errors(text, n=8):
     """The first lines that say what went wrong: compiler errors, failed
     checks and sanitizer reports first, then Bazel's ERROR and FAILED lines."""
+    # a skip a test reported (TICKCLOCK_SKIPPED, doctest's MESSAGE of it) is
+    # not what went wrong, even when its reason names a sanitizer
     lines = [l.replace(ROOT + "/", "").rstrip()[:300] for l in text.splitlines()
-             if l.strip() and not l.startswith("$ ")]
+             if l.strip() and not l.startswith("$ ") and not l.startswith("TICKCLOCK_SKIPPED: ")
+             and "MESSAGE: SKIPPED: " not in l]
     out = []
     for tier in TIERS:
         for l in lines:
@@ -233,6 +242,7 @@ class Runner(object):
         self.bazel_running = None  # (cell, start)
         self.remote = None  # --remote-cache URL
         self.remote_total = {"processes": 0, "hits": 0, "internal": 0, "bazel_runs": 0}
+        self.report = None  # called (under the lock) after each finished cell: the partial report
 
     # -- progress
     def eta(self):
@@ -267,6 +277,15 @@ class Runner(object):
             print("[%d/%d] %s \u2026 %s %.1fs%s, ETA %s%s" % (
                 self.done, len(self.cells), cell.name, cell.status, cell.seconds, tests,
                 fmt_dur(self.eta()), extra[:200]), flush=True)
+            if self.report:
+                self.report()
+
+    def started(self, cell):
+        """The partial report shows the cell RUNNING."""
+        cell.status = "RUNNING"
+        with self.lock:
+            if self.report:
+                self.report()
 
     # -- one process, logged
     def sh(self, log, argv, cwd=ROOT, timeout=600, env=None, cache_key=None):
@@ -310,7 +329,7 @@ class Runner(object):
 
     def run_lang(self, cell, cc, cxx, single_dir, core_srcs):
         t0 = time.time()
-        cell.status = "RUNNING"
+        self.started(cell)
         wd = os.path.join(WORK, cell.id)
         shutil.rmtree(wd, ignore_errors=True)
         os.makedirs(wd)
@@ -386,7 +405,7 @@ class Runner(object):
         """`ci/guest --only NAME --json`: the item's status, counts and the
         source, frequency and method tickclock chose inside the guest."""
         t0 = time.time()
-        cell.status = "RUNNING"
+        self.started(cell)
         self.bazel_running = (cell, t0)
         cell.flags = "ci/guest --only %s --json" % cell.item
         wd = os.path.join(WORK, cell.id)
@@ -446,7 +465,7 @@ class Runner(object):
 
     def run_bazel(self, cell):
         t0 = time.time()
-        cell.status = "RUNNING"
+        self.started(cell)
         self.bazel_running = (cell, t0)
         flags = self.bazel_flags(cell)
         cell.flags = " ".join(flags)
@@ -477,6 +496,7 @@ class Runner(object):
                 rct, tl = self.sh(log, ["bazel", "info", "bazel-testlogs"], timeout=120)
             testlogs = tl.strip().splitlines()[-1] if rct == 0 and tl.strip() else None
             summ = summarize(out, rc, testlogs)
+            cell.skipped_tests = skipped_tests(out, testlogs, platform_of(cell))
             log.write("\nci/summarize: %s\n" % summ)
             m = re.search(r"(\d+) passed, (\d+) failed, (\d+) skipped", summ)
             if m:
@@ -528,8 +548,16 @@ class Runner(object):
 def skip_reason(testlogs, target):
     """The "TICKCLOCK_SKIPPED: reason" line of a passed target's test.log
     (a check that could not run on this host said so), or None."""
+    why = skip_reasons(testlogs, target)
+    return why[0] if why else None
+
+
+def skip_reasons(testlogs, target):
+    """Every distinct "TICKCLOCK_SKIPPED: reason" of a target's test.log
+    (and its shards' logs), in order; [] when there is none."""
+    out = []
     if not testlogs:
-        return None
+        return out
     rel = target[2:].replace(":", "/")
     logs = [os.path.join(testlogs, rel, "test.log")]
     d = os.path.join(testlogs, rel)
@@ -540,10 +568,93 @@ def skip_reason(testlogs, target):
             with open(tl, errors="replace") as f:
                 for line in f:
                     if line.startswith("TICKCLOCK_SKIPPED: "):
-                        return line[len("TICKCLOCK_SKIPPED: "):].strip()
+                        why = line[len("TICKCLOCK_SKIPPED: "):].strip()
+                        if why not in out:
+                            out.append(why)
         except OSError:
             continue
-    return None
+    return out
+
+
+def platform_of(cell):
+    """The platform a cell's tests ran for, as its skip reasons name it."""
+    if cell.kind == "cpu":
+        return "%s under qemu-x86_64 -cpu %s" % (cell.target, cell.cpu)
+    if cell.kind == "san":
+        return "%s (%s)" % (cell.target, cell.col)
+    return cell.target
+
+
+def incompatible_reason(target, plat):
+    """Why Bazel SKIPPED a target: "incompatible with <platform>", its
+    target_compatible_with expression and the comment above the rule (or
+    above the constant in platforms/defs.bzl) from the BUILD file."""
+    why = "incompatible with %s" % plat
+    pkg, _, name = target[2:].partition(":")
+    text = None
+    for b in ("BUILD", "BUILD.bazel"):
+        try:
+            with open(os.path.join(ROOT, pkg, b), errors="replace") as f:
+                text = f.read()
+            break
+        except (IOError, OSError):
+            continue
+    if text is None:
+        return why
+    lines = text.splitlines()
+    at = [i for i, l in enumerate(lines) if re.match(r'\s*name\s*=\s*"%s"' % re.escape(name), l)]
+    if not at:
+        return why
+    start = at[0]
+    while start > 0 and not re.match(r"^[A-Za-z_][\w.]*\(", lines[start]):
+        start -= 1
+    end = at[0]
+    while end < len(lines) - 1 and not lines[end].startswith(")"):
+        end += 1
+    expr = None
+    for l in lines[start:end + 1]:
+        m = re.match(r"\s*target_compatible_with\s*=\s*(.+?),?\s*$", l)
+        if m:
+            expr = m.group(1)
+    comment = []
+    i = start - 1
+    while i >= 0 and lines[i].lstrip().startswith("#"):
+        comment.insert(0, lines[i].lstrip("# ").strip())
+        i -= 1
+    if not comment and expr and re.match(r"^[A-Z_]+$", expr):
+        try:
+            with open(os.path.join(ROOT, "platforms", "defs.bzl"), errors="replace") as f:
+                dl = f.read().splitlines()
+            j = [k for k, l in enumerate(dl) if l.startswith(expr + " =")]
+            k = (j[0] if j else 0) - 1
+            while j and k >= 0 and dl[k].startswith("#"):
+                comment.insert(0, dl[k].lstrip("# ").strip())
+                k -= 1
+        except (IOError, OSError):
+            pass
+    if expr:
+        why += " (target_compatible_with = %s)" % expr
+    if comment:
+        c = " ".join(comment)
+        why += ": " + (c if len(c) <= 240 else c[:237] + "...")
+    return why
+
+
+def skipped_tests(log_text, testlogs, plat):
+    """[{target, reason}] for each target counted as skipped, as summarize()
+    counts them: SKIPPED by Bazel, or PASSED with TICKCLOCK_SKIPPED lines."""
+    out = []
+    for line in log_text.splitlines():
+        m = re.match(r"^(//\S+)\s+(\(cached\) )?PASSED", line)
+        if m:
+            why = skip_reasons(testlogs, m.group(1))
+            if why:
+                out.append({"target": m.group(1), "reason": "; ".join(why)})
+            continue
+        m = re.match(r"^(//\S+)\s+SKIPPED", line)
+        if m:
+            out.append({"target": m.group(1), "reason": incompatible_reason(m.group(1), plat)})
+    return out
 
 
 def summarize(log_text, rc, testlogs=None):
@@ -616,6 +727,52 @@ def set_out(path):
     OUT = path
     LOGS = os.path.join(OUT, "logs")
     WORK = os.path.join(OUT, "work")
+
+
+def git_state():
+    """What was tested: the commit, the branch and whether the working
+    tree differs from it (changed or untracked files, .gitignore'd ones not
+    counted)."""
+    def git(*a):
+        p = subprocess.run(["git", "-C", ROOT] + list(a), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           universal_newlines=True, timeout=60)
+        return p.returncode, p.stdout
+    try:
+        rc, top = git("rev-parse", "--show-toplevel")
+        if rc != 0 or os.path.realpath(top.strip()) != os.path.realpath(ROOT):
+            return {"commit": None, "dirty": None, "note": "not a git checkout"}
+        rc, commit = git("rev-parse", "HEAD")
+        if rc != 0:
+            return {"commit": None, "dirty": None, "note": "no commit yet"}
+        _, branch = git("rev-parse", "--abbrev-ref", "HEAD")
+        _, st = git("status", "--porcelain")
+    except (OSError, subprocess.SubprocessError) as e:
+        return {"commit": None, "dirty": None, "note": "git failed: %s" % e}
+    changed = [l[3:] for l in st.splitlines() if l.strip()]
+    return {"commit": commit.strip(), "branch": branch.strip(), "dirty": bool(changed),
+            "changed_count": len(changed), "changed": changed[:10]}
+
+
+REPORT_ITEMS = ("logs", "report.md", "report.html", "report.json")  # report.json last: it marks a report
+
+
+def publish(final, staging):
+    """Moves the finished report from staging (final/current) into final,
+    replacing the previous one (kept in final/prev until the new one is in)."""
+    prev = os.path.join(final, "prev")
+    shutil.rmtree(prev, ignore_errors=True)
+    os.makedirs(prev)
+    for name in REPORT_ITEMS:
+        if os.path.lexists(os.path.join(final, name)):
+            os.rename(os.path.join(final, name), os.path.join(prev, name))
+    rest = sorted(n for n in os.listdir(staging) if n not in REPORT_ITEMS)
+    for name in rest + [n for n in REPORT_ITEMS if os.path.lexists(os.path.join(staging, n))]:
+        dst = os.path.join(final, name)
+        if os.path.isdir(dst) and not os.path.islink(dst):
+            shutil.rmtree(dst)
+        os.replace(os.path.join(staging, name), dst)
+    os.rmdir(staging)
+    shutil.rmtree(prev, ignore_errors=True)
 
 
 def user_path(p):
@@ -773,6 +930,7 @@ def cells_from_doc(doc, where):
             c.version, c.flags, c.log = j["version"], j["flags"], j["log"]
             c.reason, c.errors, c.notes = j["reason"] or "", j["errors"] or [], j["notes"] or []
             c.remote = j.get("remote_cache")
+            c.skipped_tests = j.get("skipped_tests") or []
             if j.get("source") is not None:
                 c.info = {"source": j["source"], "hz": j["frequency_hz"],
                           "freq_method": j["frequency_method"], "uncertainty_ppm": j["uncertainty_ppm"],
@@ -785,7 +943,8 @@ def cells_from_doc(doc, where):
 
 
 META_KEYS = ("quick", "args", "finished", "elapsed_s", "host", "jobs")
-META_OPTIONAL = ("machine", "shard", "shards", "selection", "remote_cache")
+META_OPTIONAL = ("machine", "shard", "shards", "selection", "remote_cache", "git", "started", "complete",
+                 "interrupted")
 
 
 def doc_meta(doc, where):
@@ -871,7 +1030,7 @@ def merge(dirs, out):
                 shutil.copyfile(src, os.path.join(out, "logs", sub, extra))
         shards.append({"shard": spec, "dir": shown(d), "cells": len(cells), "elapsed_s": meta["elapsed_s"],
                        "finished": meta["finished"], "host": meta["host"], "machine": meta.get("machine"),
-                       "args": meta["args"], "remote_cache": meta.get("remote_cache")})
+                       "args": meta["args"], "remote_cache": meta.get("remote_cache"), "git": meta.get("git")})
     merged.sort(key=lambda c: order[c.name])
     shards.sort(key=lambda s: (int(s["shard"].split("/")[1]), int(s["shard"].split("/")[0]), s["dir"]))
     caches = [s["remote_cache"] for s in shards if s.get("remote_cache")]
@@ -885,6 +1044,13 @@ def merge(dirs, out):
         "shards": shards,
         "selection": [c.name for c in merged],
     }
+    commits = sorted(set((s.get("git") or {}).get("commit") or "unknown" for s in shards))
+    if len(commits) == 1:
+        meta["git"] = shards[0].get("git") or {"commit": None, "note": "the shards recorded no commit"}
+        if any((s.get("git") or {}).get("dirty") for s in shards):
+            meta["git"] = dict(meta["git"], dirty=True)
+    else:
+        meta["git"] = {"commit": None, "note": "the shards tested different commits: %s" % ", ".join(commits)}
     if caches:
         meta["remote_cache"] = {"url": ", ".join(sorted(set(c["url"] for c in caches))),
                                 "hits": sum(c["hits"] for c in caches),
@@ -904,6 +1070,36 @@ def merge(dirs, out):
 
 
 # ---- main ------------------------------------------------------------------
+HELP_EPILOG = """\
+time:
+  the full matrix (249 cells) on 2 cores: about 30 minutes with warm Bazel
+  caches (the 218 compiler, target and CPU cells took 25 min, the 31 guest
+  cells add about 4 min), about 45 minutes cold (fresh clone); --quick
+  (31 cells) 2-11 minutes; one language-mode cell a few seconds; --list,
+  --rerender, --merge and --help run nothing.
+
+requirements:
+  Debian 12 (x86-64), python3, Bazel 4.2.3 (bazel-bootstrap); the compilers,
+  cross toolchains, QEMU, Wine and guest kernels the selected cells need;
+  about 3.5 GB of packages for every cell, plus the Bazel output trees.
+  Offline once they are installed.
+
+side effects:
+  before running cells it calls ci/deps (matrix <compilers>, cross, windows,
+  guest: only the groups the selected cells need), which runs apt-get update
+  and apt-get install as root (sudo when not root) when a package is
+  missing, and may add foreign dpkg architectures (arm64, ppc64el, s390x);
+  --no-deps never calls it. Writes only under the output folder: the run
+  goes into OUT/current/ (the report rewritten as each cell finishes), and
+  replaces OUT/report.{md,json,html} and OUT/logs/ when every cell is done;
+  an interrupted run leaves the previous report in place. Bazel's output
+  trees (~/.cache/bazel) grow per compiler and target.
+
+The last line is "N passed, N failed, N skipped" (cells); exit 0 iff no cell
+FAILED, 2 for bad arguments. See ci/README.md.
+"""
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, not usage + message
         raise Usage(message)
@@ -918,7 +1114,8 @@ def main():
 
 
 def run(argv):
-    ap = Parser(prog="ci/matrix", description=__doc__.split("\n\n")[0])
+    ap = Parser(prog="ci/matrix", description=__doc__.split("\n\n")[0], epilog=HELP_EPILOG,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="a handful of representative cells (< 10 min)")
     ap.add_argument("--only", metavar="REGEX", help="only cells whose name matches (case-insensitive search)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2,
@@ -932,7 +1129,8 @@ def run(argv):
     ap.add_argument("--timings", metavar="REPORT_JSON",
                     help="per-cell seconds that balance --shard (default: OUT/report.json if there is one, "
                          "else a static estimate per kind of cell); every shard of a run must use the same")
-    ap.add_argument("--out", metavar="DIR", help="where the report and logs go (default: out/matrix)")
+    ap.add_argument("--out", metavar="DIR",
+                    help="where the report and logs go (default: out/matrix; with --only: out/matrix-only)")
     ap.add_argument("--merge", metavar="DIR", nargs="+",
                     help="combine the reports in these folders into one in --out, run nothing")
     ap.add_argument("--remote-cache", metavar="URL",
@@ -941,6 +1139,8 @@ def run(argv):
     args = ap.parse_args(argv)
     if args.jobs < 1:
         raise Usage("--jobs %d: expected 1 or more" % args.jobs)
+    if args.out is None and args.only and not (args.merge or args.rerender):
+        set_out(OUT_ONLY)  # a partial selection never replaces the full report
     if args.out is not None:
         out = user_path(args.out)
         if not args.out or out == ROOT or ROOT.startswith(out.rstrip("/") + "/"):
@@ -1002,11 +1202,19 @@ def run(argv):
         return 1
 
     start = time.time()
-    if os.path.isdir(OUT) and os.listdir(OUT) and not (os.path.exists(os.path.join(OUT, "report.json")) or
-                                                     os.path.isdir(os.path.join(OUT, "logs"))):
-        raise Usage("--out %s: a folder with other files in it (not a ci/matrix report); refusing to empty it"
-                    % shown(OUT))
-    shutil.rmtree(OUT, ignore_errors=True)
+    final = OUT
+    if os.path.isdir(final) and os.listdir(final) and not (
+            os.path.exists(os.path.join(final, "report.json")) or os.path.isdir(os.path.join(final, "logs"))
+            or os.path.isdir(os.path.join(final, "current"))):
+        raise Usage("--out %s: a folder with other files in it (not a ci/matrix report); refusing to write there"
+                    % shown(final))
+    # The run writes into final/current/ and replaces final's report only
+    # when every cell has finished: the previous complete report stays until then.
+    staging = os.path.join(final, "current")
+    if os.path.isdir(staging):
+        print("ci/matrix: removing %s/ (an earlier run that did not finish)" % shown(staging))
+    shutil.rmtree(staging, ignore_errors=True)
+    set_out(staging)
     os.makedirs(LOGS)
     os.makedirs(WORK)
     configs = bazelrc_configs()
@@ -1048,100 +1256,142 @@ def run(argv):
 
     runner = Runner(cells, args.jobs)
     runner.remote = args.remote_cache
-    compilers = dict((n, (cc, cxx)) for n, cc, cxx in COMPILERS)
+    git = git_state()
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(start))
 
-    def missing_reason(name):
-        cc, cxx = compilers[name]
-        gone = [p for p in (cc, cxx) if not os.access(p, os.X_OK)]
-        if not gone:
-            return None
-        pkg = "g++-" + name[4:] if name.startswith("gcc-") else name
-        why = "not installable"
-        if re.search(r"no install candidate: %s\b" % re.escape(pkg), deps_out):
-            why = "apt has no install candidate for %s" % pkg
-        elif args.no_deps:
-            why = "not installed (--no-deps)"
-        return "%s not installed: %s (see logs/deps.log)" % (" ".join(gone), why)
+    def make_meta(complete, interrupted=False):
+        meta = {
+            "quick": args.quick,
+            "args": arg_str,
+            "started": started,
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()) if complete else
+            "not finished (%d of %d cells)" % (sum(1 for c in cells if c.status in ("PASS", "FAIL", "SKIPPED")),
+                                               len(cells)),
+            "complete": complete,
+            "elapsed_s": round(time.time() - start, 1),
+            "host": host_desc(),
+            "jobs": args.jobs,
+            "machine": machine(),
+            "git": git,
+        }
+        if interrupted:
+            meta["interrupted"] = True
+        if shard:
+            meta["shard"] = {"spec": "%d/%d" % shard, "timings": split_by, "split": split_id}
+            meta["selection"] = selection
+        if args.remote_cache:
+            meta["remote_cache"] = dict(runner.remote_total, url=args.remote_cache)
+        return meta
 
-    # 2. cells that cannot run: SKIPPED with the reason, first
-    bazel_cells, lang_cells, skipped = [], [], []
-    for c in cells:
-        why = missing_reason(c.compiler) if c.kind in ("bazel", "san", "lang") else None
-        if not why and c.needs_config and not any(x in configs for x in c.needs_config):
-            why = "config %s not defined in .bazelrc" % " or ".join(c.needs_config)
-        if why:
-            c.status = "SKIPPED"  # before any progress line, so the ETA leaves it out
-            skipped.append((c, why))
-        else:
-            (lang_cells if c.kind == "lang" else bazel_cells).append(c)
-    for c, why in skipped:
-        runner.skip(c, why)
+    def write_all(meta):
+        write_json(cells, meta)
+        write_md(cells, meta)
+        write_html(cells, meta)
 
-    # 3. what the language-mode cells compile: the amalgamated header and the core sources
-    single_dir = os.path.join(WORK, "single_header")
-    core_srcs = []
-    if lang_cells:
-        os.makedirs(single_dir)
-        with open(os.path.join(LOGS, "prepare.log"), "w") as log:
-            rc, out = runner.sh(log, ["bazel", "build"] + BAZEL_COMMON + ["//:single_header"], timeout=900,
-                                cache_key=cache_key("prepare single-header", compiler_version(
-                                    shutil.which("gcc") or "gcc"), BAZEL_COMMON))
-            rc2, out2 = runner.sh(log, ["bazel", "query", "--output=label",
-                                        "kind('source file', deps(//src/tickclock:core_srcs, 1))"], timeout=300)
-            if rc == 0:
-                rc3, bb = runner.sh(log, ["bazel", "info", "bazel-bin"], timeout=120)
-                shutil.copy(os.path.join(bb.strip().splitlines()[-1], "src/single_header/tickclock.h"), single_dir)
-            for line in out2.splitlines():
-                m = re.match(r"^//src/tickclock:(\S+\.c)$", line.strip())
-                if m:
-                    core_srcs.append(os.path.join(ROOT, "src/tickclock", m.group(1)))
-        if rc != 0 or rc2 != 0 or not core_srcs:
-            for c in lang_cells:
-                c.status = "FAIL"
-                c.reason = "could not build //:single_header or list //src/tickclock:core_srcs (logs/prepare.log)"
-                c.errors = [c.reason]
-                with open(os.path.join(OUT, c.log), "w") as f:
-                    f.write(c.reason + "\n")
-                runner.finished(c)
-            lang_cells = []
+    runner.report = lambda: write_all(make_meta(False))
+    write_all(make_meta(False))
+    def interrupted(*_):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, interrupted)
+    try:
+        compilers = dict((n, (cc, cxx)) for n, cc, cxx in COMPILERS)
 
-    # 4. run: Bazel cells one after another (one server per workspace), the
-    # language-mode cells in a pool beside them.
-    def bazel_lane():
-        for c in bazel_cells:
-            if c.kind == "guest":
-                runner.run_guest(c)
+        def missing_reason(name):
+            cc, cxx = compilers[name]
+            gone = [p for p in (cc, cxx) if not os.access(p, os.X_OK)]
+            if not gone:
+                return None
+            pkg = "g++-" + name[4:] if name.startswith("gcc-") else name
+            why = "not installable"
+            if re.search(r"no install candidate: %s\b" % re.escape(pkg), deps_out):
+                why = "apt has no install candidate for %s" % pkg
+            elif args.no_deps:
+                why = "not installed (--no-deps)"
+            return "%s not installed: %s (see logs/deps.log)" % (" ".join(gone), why)
+
+        # 2. cells that cannot run: SKIPPED with the reason, first
+        bazel_cells, lang_cells, skipped = [], [], []
+        for c in cells:
+            why = missing_reason(c.compiler) if c.kind in ("bazel", "san", "lang") else None
+            if not why and c.needs_config and not any(x in configs for x in c.needs_config):
+                why = "config %s not defined in .bazelrc" % " or ".join(c.needs_config)
+            if why:
+                c.status = "SKIPPED"  # before any progress line, so the ETA leaves it out
+                skipped.append((c, why))
             else:
-                runner.run_bazel(c)
+                (lang_cells if c.kind == "lang" else bazel_cells).append(c)
+        for c, why in skipped:
+            runner.skip(c, why)
 
-    lane = threading.Thread(target=bazel_lane)
-    lane.start()
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        # 3. what the language-mode cells compile: the amalgamated header and the core sources
+        single_dir = os.path.join(WORK, "single_header")
+        core_srcs = []
+        if lang_cells:
+            os.makedirs(single_dir)
+            with open(os.path.join(LOGS, "prepare.log"), "w") as log:
+                rc, out = runner.sh(log, ["bazel", "build"] + BAZEL_COMMON + ["//:single_header"], timeout=900,
+                                    cache_key=cache_key("prepare single-header", compiler_version(
+                                        shutil.which("gcc") or "gcc"), BAZEL_COMMON))
+                rc2, out2 = runner.sh(log, ["bazel", "query", "--output=label",
+                                            "kind('source file', deps(//src/tickclock:core_srcs, 1))"], timeout=300)
+                if rc == 0:
+                    rc3, bb = runner.sh(log, ["bazel", "info", "bazel-bin"], timeout=120)
+                    shutil.copy(os.path.join(bb.strip().splitlines()[-1], "src/single_header/tickclock.h"), single_dir)
+                for line in out2.splitlines():
+                    m = re.match(r"^//src/tickclock:(\S+\.c)$", line.strip())
+                    if m:
+                        core_srcs.append(os.path.join(ROOT, "src/tickclock", m.group(1)))
+            if rc != 0 or rc2 != 0 or not core_srcs:
+                for c in lang_cells:
+                    c.status = "FAIL"
+                    c.reason = "could not build //:single_header or list //src/tickclock:core_srcs (logs/prepare.log)"
+                    c.errors = [c.reason]
+                    with open(os.path.join(OUT, c.log), "w") as f:
+                        f.write(c.reason + "\n")
+                    runner.finished(c)
+                lang_cells = []
+
+        # 4. run: Bazel cells one after another (one server per workspace), the
+        # language-mode cells in a pool beside them.
+        def bazel_lane():
+            for c in bazel_cells:
+                if c.kind == "guest":
+                    runner.run_guest(c)
+                else:
+                    runner.run_bazel(c)
+
+        lane = threading.Thread(target=bazel_lane, daemon=True)
+        lane.start()
+        # no `with`: leaving it would wait for every queued cell, Ctrl-C included
+        pool = ThreadPoolExecutor(max_workers=args.jobs)
         futs = [pool.submit(runner.run_lang, c, compilers[c.compiler][0], compilers[c.compiler][1],
                             single_dir, core_srcs) for c in lang_cells]
         for f in futs:
+            while not f.done():
+                time.sleep(0.2)  # a signal interrupts a sleep, not a bare wait
             f.result()
-    lane.join()
+        pool.shutdown()
+        while lane.is_alive():
+            lane.join(0.2)
+    except KeyboardInterrupt:
+        # the main thread may have been interrupted holding the lock (a SKIPPED cell)
+        got = runner.lock.acquire(timeout=5)
+        write_all(make_meta(False, interrupted=True))
+        if got:
+            runner.lock.release()
+        print("\nci/matrix: interrupted; the partial report is in %s/report.{md,json,html}, the previous "
+              "complete report (if any) stays in %s/" % (shown(OUT), shown(final)), flush=True)
+        n = counts(cells)
+        print("%d passed, %d failed, %d skipped" % (n["PASS"], n["FAIL"] + 1, n["SKIPPED"]), flush=True)
+        os._exit(130)
     shutil.rmtree(WORK, ignore_errors=True)
 
     elapsed = time.time() - start
-    meta = {
-        "quick": args.quick,
-        "args": arg_str,
-        "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "elapsed_s": round(elapsed, 1),
-        "host": host_desc(),
-        "jobs": args.jobs,
-        "machine": machine(),
-    }
-    if shard:
-        meta["shard"] = {"spec": "%d/%d" % shard, "timings": split_by, "split": split_id}
-        meta["selection"] = selection
-    if args.remote_cache:
-        meta["remote_cache"] = dict(runner.remote_total, url=args.remote_cache)
-    write_json(cells, meta)
-    write_md(cells, meta)
-    write_html(cells, meta)
+    with runner.lock:
+        runner.report = None
+    write_all(make_meta(True))
+    publish(final, staging)
+    set_out(final)
     n = counts(cells)
     print("ci/matrix: %d cells in %s: %d PASS, %d FAIL, %d SKIPPED; report: %s/report.{md,json,html}" % (
         len(cells), fmt_dur(elapsed), n["PASS"], n["FAIL"], n["SKIPPED"], shown(OUT)))

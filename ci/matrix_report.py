@@ -44,7 +44,57 @@ def shard_lines(meta):
     return out
 
 
-STATUS_ORDER = {"FAIL": 0, "PASS": 1, "SKIPPED": 2, "PENDING": 3}
+STATUS_ORDER = {"FAIL": 0, "PASS": 1, "SKIPPED": 2, "RUNNING": 3, "PENDING": 4}
+
+
+def write_atomic(path, text):
+    """A reader (or an interrupted run) sees the old file or the new one,
+    never half of one."""
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def run_lines(meta):
+    """Header lines: what was tested (commit, dirty state) and when."""
+    out = []
+    g = meta.get("git")
+    if g:
+        if g.get("commit"):
+            s = "commit %s%s" % (g["commit"], " (%s)" % g["branch"] if g.get("branch") else "")
+            if g.get("dirty"):
+                s += ", dirty: %d changed or untracked file(s): %s%s" % (
+                    g.get("changed_count", 0), ", ".join(g.get("changed") or []),
+                    ", ..." if g.get("changed_count", 0) > len(g.get("changed") or []) else "")
+            elif g.get("dirty") is False:
+                s += ", clean working tree"
+            out.append(s)
+        else:
+            out.append("commit unknown: %s" % (g.get("note") or "not a git checkout"))
+    if meta.get("started"):
+        out.append("started %s, %s" % (meta["started"], (
+            "finished %s" % meta["finished"]) if meta.get("complete", True) else "not finished"))
+    return out
+
+
+def partial_line(cells, meta):
+    """None for a complete report; else what a partial one holds."""
+    if meta.get("complete", True):
+        return None
+    done = sum(1 for c in cells if c.status in ("PASS", "FAIL", "SKIPPED"))
+    return "Partial report: %d of %d cells finished (%s); the others are PENDING or RUNNING." % (
+        done, len(cells), "the run was interrupted" if meta.get("interrupted") else "the run is in progress")
+
+
+def run_kind(meta):
+    if meta["quick"]:
+        return "Quick"
+    return "Partial (--only)" if " --only" in (meta.get("args") or "") else "Full"
+
+
+def skipped_tests(c):
+    return getattr(c, "skipped_tests", None) or []
 
 
 def mhz(c):
@@ -126,12 +176,16 @@ def write_md(cells, meta, out):
     L.append("# tickclock matrix report")
     L.append("")
     L.append("%s run of `ci/matrix%s`, %s, %s total on %s." % (
-        "Quick" if meta["quick"] else "Full", meta["args"], meta["finished"], fmt_dur(meta["elapsed_s"]),
+        run_kind(meta), meta["args"], meta["finished"], fmt_dur(meta["elapsed_s"]),
         meta["host"]))
     L.append("")
-    for line in shard_lines(meta):
+    part = partial_line(cells, meta)
+    if part:
+        L.append("**%s**" % part)
+        L.append("")
+    for line in run_lines(meta) + shard_lines(meta):
         L.append("- " + line)
-    if shard_lines(meta):
+    if run_lines(meta) or shard_lines(meta):
         L.append("")
     L.append("**%d cells: %d PASS, %d FAIL, %d SKIPPED.**" % (len(cells), n["PASS"], n["FAIL"], n["SKIPPED"]))
     L.append("")
@@ -191,14 +245,26 @@ def write_md(cells, meta, out):
             L.append("")
     skips = [c for c in cells if c.status == "SKIPPED"]
     if skips:
-        L.append("## Skipped")
+        L.append("## Skipped cells")
         L.append("")
         for c in skips:
             L.append("- %s: %s" % (c.name, c.reason))
         L.append("")
+    with_skips = [c for c in cells if skipped_tests(c)]
+    if with_skips:
+        L.append("## Skipped tests")
+        L.append("")
+        L.append("Per cell, each test target counted as skipped and why: SKIPPED by Bazel "
+                 "(`target_compatible_with`), or PASSED with a `TICKCLOCK_SKIPPED:` line in its test.log.")
+        L.append("")
+        for c in with_skips:
+            L.append("### %s (%d skipped)" % (c.name, len(skipped_tests(c))))
+            L.append("")
+            for t in skipped_tests(c):
+                L.append("- `%s`: %s" % (t["target"], t["reason"]))
+            L.append("")
     L.append("%d passed, %d failed, %d skipped" % (n["PASS"], n["FAIL"], n["SKIPPED"]))
-    with open(os.path.join(out, "report.md"), "w") as f:
-        f.write("\n".join(L) + "\n")
+    write_atomic(os.path.join(out, "report.md"), "\n".join(L) + "\n")
 
 
 CSS = """
@@ -220,7 +286,11 @@ td.SKIPPED small{white-space:normal;max-width:120px;margin:auto}
 td.c pre{font-size:10px;text-align:left;white-space:pre-wrap;word-break:break-all;max-width:190px;max-height:9em;overflow:hidden;margin:2px 0 0;font-weight:400}
 table.detail td{text-align:left;font-size:12px} table.detail th{overflow-wrap:normal} table.detail td.st{font-weight:600}
 pre.err{background:#fff5f5;border:1px solid #f1aeb5;padding:6px;font-size:12px;white-space:pre-wrap}
+.legend{margin:6px 0 4px;font-size:12px;color:#57606a}
 .legend span{display:inline-block;padding:1px 8px;margin-right:4px;border-radius:3px;font-size:12px}
+td.PENDING,.PENDING,td.RUNNING,.RUNNING{background:#fff8c5;color:#4d2d00} .none{background:#fafbfc;color:#bbb;border:1px solid #d0d7de}
+.partial{background:#fff8c5;border:1px solid #d4a72c;padding:4px 8px;margin:6px 0;font-weight:600}
+details ul{margin:2px 0;padding-left:18px} details summary{cursor:pointer}
 """
 
 
@@ -232,13 +302,23 @@ def write_html(cells, meta, out):
              "<style>%s</style></head><body>" % CSS)
     H.append("<h1>tickclock matrix</h1>")
     H.append("<div class='meta'>%s run of <code>ci/matrix%s</code> &middot; %s &middot; %s total &middot; %s</div>" % (
-        "Quick" if meta["quick"] else "Full", e(meta["args"]), e(meta["finished"]), fmt_dur(meta["elapsed_s"]),
+        run_kind(meta), e(meta["args"]), e(meta["finished"]), fmt_dur(meta["elapsed_s"]),
         e(meta["host"])))
-    for line in shard_lines(meta):
+    part = partial_line(cells, meta)
+    if part:
+        H.append("<div class='partial'>%s</div>" % e(part))
+    for line in run_lines(meta) + shard_lines(meta):
         H.append("<div class='meta'>%s</div>" % e(line))
     H.append("<div class='sum'><span class='PASS'>%d PASS</span><span class='%s'>%d FAIL</span>"
              "<span class='SKIPPED'>%d SKIPPED</span> of %d cells</div>" % (
                  n["PASS"], "FAIL" if n["FAIL"] else "SKIPPED", n["FAIL"], n["SKIPPED"], len(cells)))
+    H.append("<div class='legend'>Legend: <span class='PASS'>PASS</span>every test of the cell passed "
+             "(&ldquo;N skipped&rdquo;: test targets that could not run there, listed under "
+             "&ldquo;All cells&rdquo;) <span class='FAIL'>FAIL</span>a test, the build or the cell's checks "
+             "failed (first error lines shown) <span class='SKIPPED'>SKIP</span>the cell could not run here "
+             "(the reason is in the cell) <span class='PENDING'>PENDING</span>not finished yet "
+             "(a partial report) <span class='none'>&ndash;</span>no such cell. "
+             "Hover a cell for its compiler version, source and read cost; click it for its log.</div>")
     for title, rows, cols, m in sections(cells):
         H.append("<h2>%s</h2><table><tr><th></th>%s</tr>" % (e(title), "".join("<th>%s</th>" % e(c) for c in cols)))
         for r in rows:
@@ -281,20 +361,29 @@ def write_html(cells, meta, out):
                 e(c.log), e(c.name), e("\n".join(c.errors or [c.reason]))))
     H.append("<h2>All cells</h2><table class='detail'><tr><th>cell</th><th>status</th><th>compiler version</th>"
              "<th>flags</th><th>tests p/f/s</th><th>source</th><th>frequency, method</th><th>read cost</th>"
-             "<th>time</th><th>reason / notes</th></tr>")
+             "<th>time</th><th>reason / notes</th><th>skipped tests</th></tr>")
     for c in sorted(cells, key=lambda c: STATUS_ORDER.get(c.status, 9)):
         H.append("<tr><td><a href='%s'>%s</a></td><td class='st %s'>%s</td><td>%s</td><td><code>%s</code></td>"
-                 "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>" % (
+                 "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>" % (
                      e(c.log), e(c.name), c.status, c.status, e(c.version), e(c.flags),
                      "%d/%d/%d" % (c.tests["passed"], c.tests["failed"], c.tests["skipped"])
                      if c.status != "SKIPPED" else "",
                      e((c.info or {}).get("source", "")),
                      e("%s, %s" % (mhz(c), c.info.get("freq_method"))) if c.info else "",
                      e(read_cost(c)), "%.1fs" % c.seconds if c.status != "SKIPPED" else "",
-                     e("; ".join(([c.reason] if c.reason else []) + c.notes))))
+                     e("; ".join(([c.reason] if c.reason else []) + c.notes)), skipped_html(c)))
     H.append("</table></body></html>")
-    with open(os.path.join(out, "report.html"), "w") as f:
-        f.write("\n".join(H) + "\n")
+    write_atomic(os.path.join(out, "report.html"), "\n".join(H) + "\n")
+
+
+def skipped_html(c):
+    """An expandable list of the cell's skipped tests, each with its reason."""
+    ts = skipped_tests(c)
+    if not ts:
+        return ""
+    e = html.escape
+    return "<details><summary>%d skipped</summary><ul>%s</ul></details>" % (
+        len(ts), "".join("<li><code>%s</code>: %s</li>" % (e(t["target"]), e(t["reason"])) for t in ts))
 
 
 def write_json(cells, meta, out):
@@ -302,8 +391,6 @@ def write_json(cells, meta, out):
     doc = dict(meta)
     doc["counts"] = {"cells": len(cells), "pass": n["PASS"], "fail": n["FAIL"], "skipped": n["SKIPPED"]}
     doc["cells"] = [c.to_json() for c in cells]
-    with open(os.path.join(out, "report.json"), "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    write_atomic(os.path.join(out, "report.json"), json.dumps(doc, indent=1) + "\n")
 
 

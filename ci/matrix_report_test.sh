@@ -2,7 +2,8 @@
 # ci/matrix's report writer, without running a cell: --rerender turns a
 # recorded report.json into report.md and report.html (test counts as
 # "N passed, N skipped", a FAIL cell's error lines, a SKIPPED cell's
-# reason), and a report.json it cannot read gets one line and exit 2.
+# reason, each skipped test with its reason, the commit tested, the HTML
+# legend), and a report.json it cannot read gets one line and exit 2.
 set -uo pipefail
 src=$1
 tmp=${TEST_TMPDIR:-$(mktemp -d)}
@@ -21,10 +22,15 @@ check() { # what, command...
 }
 
 cat > "$out/report.json" <<'JSON'
-{"quick": false, "args": "", "finished": "2026-11-29 23:15 UTC", "elapsed_s": 2453.0,
+{"quick": false, "args": "", "finished": "2026-11-29 23:15:02 UTC", "elapsed_s": 2453.0,
+ "started": "2026-11-29 22:34:09 UTC", "complete": true,
+ "git": {"commit": "0123456789abcdef0123456789abcdef01234567", "branch": "main", "dirty": true,
+         "changed_count": 1, "changed": ["ci/matrix.py"]},
  "host": "test host", "jobs": 2, "cells": [
  {"name": "gcc-12 cross aarch64", "kind": "arch", "status": "PASS", "seconds": 107.3,
   "tests": {"passed": 24, "failed": 0, "skipped": 14}, "version": "gcc-12", "flags": "--config=aarch64",
+  "skipped_tests": [{"target": "//tests/bench:bench_test", "reason": "incompatible with aarch64 (target_compatible_with = HOST_ONLY_COMPATIBLE)"},
+                    {"target": "//tests/reliability:security_test", "reason": "secure_getenv under AT_SECURE: cannot make a setgid binary here (not root)"}],
   "log": "logs/gcc-12-cross-aarch64.log", "reason": null, "errors": null, "notes": null,
   "source": "cntvct", "frequency_hz": 62500000.0, "frequency_method": "arch_register",
   "uncertainty_ppm": 0, "now_read_ns": 40.0, "why": "cntvct", "compiled_by": "gcc 12",
@@ -49,6 +55,12 @@ check "md: the skip reason" grep -qF "clang-13 bazel x86_64: /usr/bin/clang-13 n
 check "md: cell totals" grep -qF "1 passed, 1 failed, 1 skipped" "$md"
 check "md: source and frequency" grep -qF "62.500 MHz" "$md"
 check "html written" grep -qF "24 passed, 14 skipped" "$out/report.html"
+check "md: the commit and dirty state" grep -qF "commit 0123456789abcdef0123456789abcdef01234567 (main), dirty: 1 changed or untracked file(s): ci/matrix.py" "$md"
+check "md: start and end" grep -qF "started 2026-11-29 22:34:09 UTC, finished 2026-11-29 23:15:02 UTC" "$md"
+check "md: each skipped test of a cell, with its reason" grep -qF -- '- `//tests/reliability:security_test`: secure_getenv under AT_SECURE: cannot make a setgid binary here (not root)' "$md"
+check "html: skipped tests in an expandable row" grep -qF "<details><summary>2 skipped</summary>" "$out/report.html"
+check "html: the legend is shown" grep -qF "<div class='legend'>Legend: <span class='PASS'>PASS</span>" "$out/report.html"
+check "html: the commit" grep -qF "commit 0123456789abcdef0123456789abcdef01234567" "$out/report.html"
 
 one_error_line() { # what, json text (none: no report.json at all)
   if [[ $# -gt 1 ]]; then printf '%s' "$2" > "$out/report.json"; else rm -f "$out/report.json"; fi

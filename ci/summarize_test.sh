@@ -98,5 +98,19 @@ FAIL|bazel test exited 1
 FAIL|no test passed"
 check "matrix.py summarize and cell_verdict" "$expected" "$py"
 
+# a FAIL cell's first error lines: not a skip the test reported (its reason
+# names ThreadSanitizer), but the sanitizer's report and the failed check
+errs=$(cd "$tmp" && python3 - <<'PY'
+import matrix_under_test as m
+text = """TICKCLOCK_SKIPPED: fork racing first use: ThreadSanitizer reports the parent's threads as leaked
+./tests/support/skip.h:59: MESSAGE: SKIPPED: a raw fork under ThreadSanitizer: its runtime's own state
+WARNING: ThreadSanitizer: thread leak (pid=40)
+child: tests/x.cc:524: EXPECT(st == 0) failed
+"""
+print(m.first_errors(text)[0])
+PY
+)
+check "first error line is not a reported skip" "WARNING: ThreadSanitizer: thread leak (pid=40)" "$errs"
+
 [[ $fail -eq 0 ]] && echo "summarize_test: all checks passed"
 exit $fail
