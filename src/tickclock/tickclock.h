@@ -21,7 +21,8 @@
  *                 _delta_to_ns()
  *   provenance    tickclock_info_get()            source, frequency, reasons
  *                 tickclock_source_name(), tickclock_freq_method_name(),
- *                 tickclock_source_from_name()
+ *                 tickclock_source_from_name(), tickclock_strerror(rc)
+ *                 (info->unit_hz: the rate of the ticks handed out)
  *   durations     tickclock_duration_get(s, e, d) end - start in ns with an
  *                                                 error bound and flags
  *   sampling      tickclock_sampler               caller-owned: which
