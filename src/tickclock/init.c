@@ -310,6 +310,22 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
     tkc_bk.max_seen = tkc_max_u64(
         tkc_bk.max_seen, tkc_map(slot, tkc_bk.chk_anchor.mid + tkc_bk.chk_anchor.width / 2));
   tkc_arm_deadline(slot, tkc_bk.max_seen);
+  /* A new rate for the same raw counter must still lie a guard ahead when
+   * it becomes visible: if the work above was delayed (preempted, or slow
+   * under emulation) until the counter came within half the guard of the
+   * base, the base moves ahead again, so no tick read before this store
+   * is converted with the new rate after the old one converted it. */
+  if (old != NULL && slot->read_path == TICKCLOCK_READ_COUNTER && slot->src_is_unit &&
+      old->read_path == TICKCLOCK_READ_COUNTER) {
+    uint64_t now = tkc_p_counter_ordered();
+    uint64_t half = tickclock_conv_ns_to_ticks(&slot->conv, TKC_REPUBLISH_GUARD_NS / 2);
+    if (now + half > slot->base_ticks) {
+      slot->base_ticks = now + 2 * half;
+      slot->src_base = slot->base_ticks;
+      slot->base_ns = tkc_ns_in(old, slot->base_ticks);
+      tkc_link_history(slot);
+    }
+  }
   TKC_STORE_RELEASE(&tkc_g_state, (const tickclock_info *)slot);
   TKC_STORE_RELEASE(&tkc_g_source, slot->read_path == TICKCLOCK_READ_COUNTER
                                                      ? (int)TKC_COUNTER
