@@ -172,14 +172,19 @@ if [[ -n $hosts_dir && -d $hosts_dir ]]; then
   python3 - "$tmp/fx.cpuid" "$tmp/validate.json" "$hosts_dir" > "$tmp/host.txt" <<'PY'
 import glob, json, os, sys
 def key(path):
+    # a guest's fixture (marked '# emulated:', written by ci/guest under
+    # QEMU system emulation) is that guest's: a user-mode run of the same
+    # emulated CPU on this host's kernel is another host
     leaf1 = hv = cs = None
+    emulated = False
     for line in open(path):
         if line.startswith('# clocksource:'): cs = line.split(':', 1)[1].strip()
+        if line.startswith('# emulated:'): emulated = True
         f = line.split()
         if len(f) == 6 and not line.startswith('#'):
             if f[0] == '00000001' and f[1] == '00000000': leaf1 = f[2]
             if f[0] == '40000000' and f[1] == '00000000': hv = tuple(f[3:])
-    return (leaf1, hv, cs)
+    return (leaf1, hv, cs, emulated)
 def meta(path, k):
     for line in open(path):
         if line.startswith('# ' + k + ':'): return line.split(':', 1)[1].strip()

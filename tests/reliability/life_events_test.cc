@@ -269,6 +269,10 @@ int deny_raw_clock() {
 }  // namespace
 
 TEST_CASE("CLOCK_MONOTONIC_RAW denied by seccomp: nothing calibrates on garbage, the OS clock is chosen and says why") {
+  if (tctest::qemu_user_x86()) {
+    tctest::skip("a seccomp filter: under QEMU user mode the call reaches the emulator, not this program");
+    return;
+  }
   check_clean(in_child([] {
     tkc_os_use_syscall(1);
     EXPECT(deny_raw_clock() == 0);
@@ -290,6 +294,10 @@ TEST_CASE("CLOCK_MONOTONIC_RAW denied by seccomp: nothing calibrates on garbage,
 }
 
 TEST_CASE("PR_SET_TSC with the OS clock chosen: tickclock_revalidate() moves its reads to the system call") {
+  if (tctest::qemu_user_x86()) {
+    tctest::skip("PR_SET_TSC with the OS clock: under QEMU user mode the call reaches the emulator, not this program");
+    return;
+  }
 #if defined(TCTEST_SANITIZER_TRAPS_AFTER_PR_SET_TSC)
   tctest::skip(std::string("PR_SET_TSC with the OS clock: ") + TCTEST_SANITIZER_PR_SET_TSC_WHY);
   return;
@@ -366,6 +374,10 @@ void read_in_handler(int) {
 }  // namespace
 
 TEST_CASE("RDTSC disabled before first use, a handler during the first initialisation: its reads never trap") {
+  if (tctest::qemu_user_x86()) {
+    tctest::skip("PR_SET_TSC before first use with a handler: under QEMU user mode the call reaches the emulator, not this program");
+    return;
+  }
 #if defined(TCTEST_SANITIZER_TRAPS_AFTER_PR_SET_TSC)
   tctest::skip(std::string("a handler's reads after PR_SET_TSC: ") + TCTEST_SANITIZER_PR_SET_TSC_WHY);
   return;
@@ -427,6 +439,10 @@ void fork_then_init(int) {
 }  // namespace
 
 TEST_CASE("fork() from a handler that interrupted the first initialisation, the handler returning: one tick unit in the child") {
+  if (tctest::qemu_user_x86()) {
+    tctest::skip("fork from a handler: under QEMU user mode the call reaches the emulator, not this program");
+    return;
+  }
 #if defined(TCTEST_TSAN)
   tctest::skip("fork from a handler that re-initialises: the child's handler calls tickclock_init, which is not async-signal-safe on purpose here, and ThreadSanitizer reports it");
   return;

@@ -84,7 +84,13 @@ TEST_CASE("secure_getenv: honoured normally, ignored under AT_SECURE") {
 
   const char *tmp = getenv("TEST_TMPDIR");
   std::string copy = std::string(tmp ? tmp : "/tmp") + "/security_test_setgid";
-  std::string cmd = "cp /proc/" + std::to_string(getpid()) + "/exe '" + copy + "'";
+  // this binary's own path: /proc/self/exe, which QEMU user mode answers
+  // with the program it runs (/proc/PID/exe would be QEMU itself)
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  REQUIRE(n > 0);
+  self[n] = '\0';
+  std::string cmd = std::string("cp '") + self + "' '" + copy + "'";
   REQUIRE(system(cmd.c_str()) == 0);
   if (chown(copy.c_str(), (uid_t)-1, 65534) != 0 || chmod(copy.c_str(), 02755) != 0) {
     tctest::skip("secure_getenv under AT_SECURE: cannot make a setgid binary here (not root)");

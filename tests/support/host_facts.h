@@ -12,6 +12,7 @@
 #include <x86intrin.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 namespace tctest {
@@ -78,6 +79,31 @@ inline double min_read_cost_ns(bool counter) {
     if (sink == 42) best += 0;
   }
   return best;
+}
+
+// QEMU user mode on an x86 host (the CPU-model cells): CPUID is QEMU's
+// TCG ("TCGTCGTCGTCG") while the kernel, and its /proc/cpuinfo, are the
+// host's. There the prctl and seccomp calls reach the emulator, not the
+// program, and an exec leaves the emulation. (Under QEMU system emulation
+// the guest's kernel names the emulated CPU "QEMU ...".)
+inline bool qemu_user_x86() {
+  unsigned a, b, c, d;
+  char sig[13] = {0};
+  __cpuid(1, a, b, c, d);
+  if (!((c >> 31) & 1)) return false;
+  __cpuid(0x40000000u, a, b, c, d);
+  std::memcpy(sig, &b, 4);
+  std::memcpy(sig + 4, &c, 4);
+  std::memcpy(sig + 8, &d, 4);
+  if (std::string(sig) != "TCGTCGTCGTCG") return false;
+  std::string model;
+  if (FILE *f = std::fopen("/proc/cpuinfo", "r")) {
+    char line[512];
+    while (model.empty() && std::fgets(line, sizeof line, f))
+      if (std::strncmp(line, "model name", 10) == 0) model = line;
+    std::fclose(f);
+  }
+  return model.find("QEMU") == std::string::npos;
 }
 
 inline HostFacts host_facts() {
