@@ -55,14 +55,18 @@ static void tkc_wait_until(uint64_t target) {
 
 /* Fills out from the brackets a (start) and b (end); 1 if they make a
  * calibration. */
+void tkc_cal_start(tickclock_calibration *c, tkc_bracket b) {
+  c->start_mid = b.mid;
+  c->start_ns = b.ns;
+  c->bracket_start = b.width;
+  c->start_susp = b.susp;
+}
+
 static int tkc_cal_from(tkc_bracket a, tkc_bracket b,
                                tickclock_calibration *out) {
   out->ok = 0;
-  out->bracket_start = a.width;
+  tkc_cal_start(out, a);
   out->bracket_end = b.width;
-  out->start_mid = a.mid;
-  out->start_ns = a.ns;
-  out->start_susp = a.susp;
   out->no_clock = 0;
   out->ticks = b.mid - a.mid;
   out->ns = b.ns - a.ns;

@@ -56,6 +56,9 @@ typedef struct tkc_bracket {
 /* 1 when a suspend lies between two suspended-time readings (both known). */
 TKC_INTERNAL int tkc_suspend_between(uint64_t s0, uint64_t s1);
 TKC_INTERNAL tkc_bracket tkc_tightest_bracket(uint64_t (*read_ordered)(void));
+/* Makes b the start bracket a later refinement (tkc_calibrate_from)
+ * measures from. */
+TKC_INTERNAL void tkc_cal_start(tickclock_calibration *c, tkc_bracket b);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -293,10 +293,7 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
   if (tkc_bk.refine_on && tkc_bk.cal_first.ns == 0) {
     /* a published frequency, not calibrated yet: the cross-check measures
      * from this publication's bracket, first after the quick baseline */
-    tkc_bk.cal_first.start_mid = anchor.mid;
-    tkc_bk.cal_first.start_ns = anchor.ns;
-    tkc_bk.cal_first.bracket_start = anchor.width;
-    tkc_bk.cal_first.start_susp = anchor.susp;
+    tkc_cal_start(&tkc_bk.cal_first, anchor);
     tkc_bk.refine_at_ns = anchor.ns + (uint64_t)TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000);
   }
   if (tkc_bk.refine_on)

@@ -218,10 +218,7 @@ static void tkc_anchor_again(const tickclock_info *s) {
   tkc_bk.max_seen = tkc_max_u64(tkc_bk.max_seen, tkc_map(s, b.mid + b.width / 2));
   if (s->freq_pending_check) {
     tkc_bk.refine_on = 1;
-    tkc_bk.cal_first.start_mid = b.mid;
-    tkc_bk.cal_first.start_ns = b.ns;
-    tkc_bk.cal_first.bracket_start = b.width;
-    tkc_bk.cal_first.start_susp = b.susp;
+    tkc_cal_start(&tkc_bk.cal_first, b);
     tkc_bk.refine_at_ns = b.ns + (uint64_t)TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000);
     tkc_bk.refine_at = tkc_after(s, tkc_map(s, b.mid), (uint64_t)TICKCLOCK_CAL_QUICK_MS *
                                                            UINT64_C(1000000));
@@ -239,10 +236,7 @@ static void tkc_refine_restart(const tickclock_info *s) {
     tkc_bk.refine_at = tkc_after(s, tkc_bk.max_seen, UINT64_C(1000000));
     return;
   }
-  tkc_bk.cal_first.start_mid = nb.mid;
-  tkc_bk.cal_first.start_ns = nb.ns;
-  tkc_bk.cal_first.bracket_start = nb.width;
-  tkc_bk.cal_first.start_susp = nb.susp;
+  tkc_cal_start(&tkc_bk.cal_first, nb);
   tkc_bk.refine_at_ns = nb.ns + wait_ns;
   tkc_bk.refine_at = tkc_after(s, tkc_map(s, nb.mid), wait_ns);
 }
