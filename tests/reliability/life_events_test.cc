@@ -349,17 +349,11 @@ void info_in_handler(int) {
 
 TEST_CASE("tickclock_info_get() from a handler during the first initialisation describes what it hands out") {
   check_clean(in_child([] {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = info_in_handler;
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGALRM, &sa, nullptr);
-    struct itimerval it = {{0, 1000}, {0, 20000}};  // from 20 ms on, every 1 ms
-    setitimer(ITIMER_REAL, &it, nullptr);
+    tctest::handle_alarm(info_in_handler, SA_RESTART);
+    tctest::alarm_every(20000, 1000);  // from 20 ms on, every 1 ms
     tickclock_config cfg = {TICKCLOCK_SOURCE_TSC, 200, 0};  // a first initialisation of 200 ms
     (void)tickclock_init(&cfg);
-    struct itimerval off = {{0, 0}, {0, 0}};
-    setitimer(ITIMER_REAL, &off, nullptr);
+    tctest::alarm_every(0, 0);  // disarmed
     fprintf(stderr, "%d handler calls during the first initialisation, %d bad\n",
             g_info_calls.load(), g_info_bad.load());
     EXPECT(g_info_calls.load() > 10);
@@ -398,15 +392,10 @@ TEST_CASE("RDTSC disabled before first use, a handler during the first initialis
     if (pid == 0) {
       signal(SIGSEGV, SIG_DFL);
       if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) _exit(77);
-      struct sigaction sa;
-      memset(&sa, 0, sizeof sa);
-      sa.sa_handler = read_in_handler;
-      sigaction(SIGALRM, &sa, nullptr);
-      struct itimerval it = {{0, 10}, {0, 10 + (k % 60) * 5}};  // from 10-305 us, every 10 us
-      setitimer(ITIMER_REAL, &it, nullptr);
+      tctest::handle_alarm(read_in_handler, 0);
+      tctest::alarm_every(10 + (k % 60) * 5, 10);  // from 10-305 us, every 10 us
       (void)tickclock_info_get();  // the first initialisation
-      struct itimerval off = {{0, 0}, {0, 0}};
-      setitimer(ITIMER_REAL, &off, nullptr);
+      tctest::alarm_every(0, 0);  // disarmed
       _exit(g_pr_hits.load() > 0 ? 1 : 0);
     }
     int st = tctest::wait_child(pid, 10000);
@@ -456,12 +445,8 @@ TEST_CASE("fork() from a handler that interrupted the first initialisation, the 
   return;
 #endif
   check_clean(in_child([] {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = fork_then_init;
-    sigaction(SIGALRM, &sa, nullptr);
-    struct itimerval it = {{0, 0}, {0, 20000}};  // once, 20 ms into the first initialisation
-    setitimer(ITIMER_REAL, &it, nullptr);
+    tctest::handle_alarm(fork_then_init, 0);
+    tctest::alarm_every(20000, 0);  // once, 20 ms into the first initialisation
     tickclock_config cfg = {TICKCLOCK_SOURCE_TSC, 200, 0};
     int rc = tickclock_init(&cfg);  // the frame the handler interrupts
     if (g_gc_pid.load() == -1) {     // in the grandchild: the frame resumed after the handler

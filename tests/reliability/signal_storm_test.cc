@@ -116,13 +116,8 @@ TEST_CASE("a SIGALRM storm every 100 us calling every async-signal-safe function
     int st = tctest::in_child([] {
       for (int k = 0; k < 12; k++) EXPECT(tickclock_init(NULL) == TICKCLOCK_OK);
       unsigned gen0 = tickclock_info_get()->generation;
-      struct sigaction sa;
-      memset(&sa, 0, sizeof sa);
-      sa.sa_handler = storm_handler;
-      sa.sa_flags = SA_RESTART;
-      sigaction(SIGALRM, &sa, nullptr);
-      struct itimerval it = {{0, 100}, {0, 100}};
-      setitimer(ITIMER_REAL, &it, nullptr);
+      tctest::handle_alarm(storm_handler, SA_RESTART);
+      tctest::alarm_every(100, 100);
       uint64_t end = mono_ns() + 1500000000u;  // 1.5 s: refinements and two rate checks
       unsigned long sink = 0;
       while (mono_ns() < end) {
@@ -135,8 +130,7 @@ TEST_CASE("a SIGALRM storm every 100 us calling every async-signal-safe function
           free(p);
         }
       }
-      struct itimerval off = {{0, 0}, {0, 0}};
-      setitimer(ITIMER_REAL, &off, nullptr);
+      tctest::alarm_every(0, 0);  // disarmed
       const tickclock_info *i = tickclock_info_get();
       fprintf(stderr,
               "storm: %ld handler calls, %ld backward, %ld forbidden calls in the handler (last kind %d), "

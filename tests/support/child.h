@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -52,6 +54,22 @@ int in_child(F fn, int limit_s = 20) {
   kill(pid, SIGKILL);
   waitpid(pid, &st, 0);
   return -1;
+}
+
+// SIGALRM handled by h (sa_flags as given: SA_RESTART or 0), and the
+// real-time timer that sends it: first after first_us, then every every_us
+// (0: once; both 0: disarmed).
+inline void handle_alarm(void (*h)(int), int flags) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = h;
+  sa.sa_flags = flags;
+  sigaction(SIGALRM, &sa, nullptr);
+}
+inline void alarm_every(long first_us, long every_us) {
+  struct itimerval it = {{every_us / 1000000, every_us % 1000000},
+                         {first_us / 1000000, first_us % 1000000}};
+  setitimer(ITIMER_REAL, &it, nullptr);
 }
 
 // The status of a child already forked, after at most limit_ms; -1 when it

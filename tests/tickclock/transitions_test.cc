@@ -525,11 +525,7 @@ void fork_in_handler(int) {
 TEST_CASE("fork() from a signal handler that interrupted the lock holder: the child works") {
   check_clean(in_child([] {
     (void)tickclock_now();
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = fork_in_handler;
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGALRM, &sa, nullptr);
+    tctest::handle_alarm(fork_in_handler, SA_RESTART);
     if (sigsetjmp(g_fork_jmp, 1) != 0) {
       // the child forked inside the handler, jumped out of the handler and
       // of the initialisation it interrupted (whose lock it inherited)
@@ -616,11 +612,7 @@ void disarm_timer() {
 // into it, when the library surely holds its lock in this thread.
 TEST_CASE("a signal handler during an initialisation reads the system clock and gets EBUSY") {
   check_clean(in_child([] {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_alarm;
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGALRM, &sa, nullptr);
+    tctest::handle_alarm(on_alarm, SA_RESTART);
     tickclock_config cfg = {TKC_ARCH_COUNTER_OR_SYSTEM, 200, 0};
     g_phase = 1;
     arm_timer_after_20ms();
