@@ -27,14 +27,16 @@ jq_() { # file, python expression over d (the report.json)
   python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"
 }
 
-# ci/guest stand-in: PASS; the gated item waits for $GUEST_GATE (30 s at most)
+# ci/guest stand-in: PASS; the gated item waits for $GUEST_GATE (30 s at most);
+# the kernel it names carries $FAKE_RUN, so a report tells which run wrote it
+# (its start time has whole seconds, and runs 1 to 3 fit in one)
 cat > "$root/ci/guest" <<'SH'
 #!/usr/bin/env bash
 name=$2
 if [[ -n "${GUEST_GATE:-}" && "$name" == aarch64-max ]]; then
   for _ in $(seq 300); do [[ -e "$GUEST_GATE" ]] && break; sleep 0.1; done
 fi
-echo "{\"items\": [{\"name\": \"$name\", \"status\": \"PASS\", \"kernel\": \"fake-kernel\"}]}"
+echo "{\"items\": [{\"name\": \"$name\", \"status\": \"PASS\", \"kernel\": \"fake-kernel-${FAKE_RUN:-0}\"}]}"
 SH
 chmod +x "$root/ci/guest"
 
@@ -102,12 +104,11 @@ check "interrupted: the previous complete report is still there" cmp -s "$out/re
 check "interrupted: and its logs" test -f "$out/logs/guest-aarch64-max.log"
 
 # --- the next run replaces it only when complete ----------------------------
-m --no-deps --only "$guests" --out "$out" > "$tmp/run3.txt" 2>&1
+FAKE_RUN=3 m --no-deps --only "$guests" --out "$out" > "$tmp/run3.txt" 2>&1
 check "run 3 exits 0" test $? -eq 0
 check "run 3: says it removed the unfinished run" grep -qF "an earlier run that did not finish" "$tmp/run3.txt"
-started1=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["started"])' "$tmp/run1.json")
 check "run 3: its report replaced the previous" jq_ "$out/report.json" \
-  "d['complete'] is True and d['started'] != '$started1'"
+  'd["complete"] is True and [c["version"] for c in d["cells"]] == ["fake-kernel-3"] * 2'
 check "run 3: no current/ left behind" test ! -e "$out/current"
 check "run 3: no temporary files left" test -z "$(find "$out" -name '*.tmp.*')"
 
