@@ -375,8 +375,18 @@ static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trus
    * r1 bracket them on CLOCK_MONOTONIC_RAW) plus how far the base lies
    * above the old reading, or, extrapolated, the allowance. */
   r0 = tkc_p_raw_ns();
-  st->src_base = counter ? tkc_p_counter_ordered() : tkc_p_os_ns();
-  t = tkc_now_bound(old, trust, &lo, &allow);
+  if (!counter && !tkc_reads_counter(old)) {
+    /* the OS clock before and after: one reading is both sources' (two
+     * would step forward by the time between them, microseconds under
+     * emulation) */
+    st->src_base = tkc_p_os_ns();
+    lo = tkc_map(old, st->src_base);
+    t = tkc_max_u64(tkc_bk.max_seen, lo);
+    allow = 0;
+  } else {
+    st->src_base = counter ? tkc_p_counter_ordered() : tkc_p_os_ns();
+    t = tkc_now_bound(old, trust, &lo, &allow);
+  }
   r1 = tkc_p_raw_ns();
   st->base_ticks = t;
   st->base_ns = tkc_ns_in(old, t);

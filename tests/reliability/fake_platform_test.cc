@@ -475,6 +475,33 @@ TEST_CASE("counter wrap at 2^64: deltas across the wrap are right, no false re-v
   CHECK(tickclock_revalidate() == 0);
 }
 
+TEST_CASE("re-initialising on the OS clock: one reading continues the unit, no step at all") {
+  // Two OS clock reads (one as the new source's reading, one as the old
+  // state's bound) put the base one read's time ahead of the source: a
+  // forward step of microseconds under emulation, in every republication.
+  Installed f;
+  f.w.clocksource = "hpet";
+  f.w.os_cost_ns = 2000;  // a slow clock read (the system call under QEMU)
+  const tickclock_info *first = f.init();
+  REQUIRE(first->source == TICKCLOCK_SOURCE_SYSTEM);
+  uint64_t t0 = tickclock_now();
+  f.w.now_ns += 50000000;
+  for (int k = 0; k < 3; k++) {
+    const tickclock_info *was = tickclock_info_get();
+    REQUIRE(tickclock_init(NULL) == TICKCLOCK_OK);
+    const tickclock_info *re = tickclock_info_get();
+    REQUIRE(re != was);
+    CHECK(re->source == TICKCLOCK_SOURCE_SYSTEM);
+    CHECK(re->base_ticks == re->src_base);  // OS ns are unit ticks: the same reading
+    CHECK(re->base_ns == tkc_ns_in(was, re->base_ticks));
+  }
+  // every reading is the OS clock's own: an interval is what it read
+  uint64_t before = f.w.now_ns;
+  uint64_t t1 = tickclock_now();
+  CHECK(t1 == before + f.w.os_cost_ns);
+  CHECK(tickclock_delta_ns(t0, t1) == t1 - t0);
+}
+
 TEST_CASE("sysfs missing / clocksource not tsc / garbage CPUID: the OS clock, with the reason") {
   SUBCASE("sysfs missing") {
     Installed f;
