@@ -11,6 +11,10 @@ ci/summarize (ci/test's summary line) and ci/matrix (each Bazel cell).
   - a build that failed before any test ran (Bazel's exit status neither 0
     nor 3, no failure counted) is one failure: a broken build never reads
     as green.
+
+cell_verdict() is a Bazel cell's PASS/FAIL from those counts;
+skipped_tests() says why each skipped target was skipped (ci/matrix's
+report).
 """
 
 import os
