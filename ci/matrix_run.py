@@ -213,6 +213,49 @@ def run_lanes(runner, bazel_cells, lang_cells, jobs, single_dir, core_srcs):
         lane.join(0.2)
 
 
+class RunReport(object):
+    """The report of a run in progress: rewritten in staging after each
+    cell, once more when the run ends (complete or interrupted)."""
+
+    def __init__(self, args, argv, cells, start, shard, runner, staging):
+        self.args, self.argv, self.cells, self.start = args, argv, cells, start
+        self.shard, self.runner, self.staging = shard, runner, staging
+        self.git = git_state()
+        self.started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(start))
+
+    def meta(self, complete, interrupted=False):
+        args, cells, shard = self.args, self.cells, self.shard
+        meta = {
+            "quick": args.quick,
+            "args": "".join(" " + a for a in self.argv),
+            "started": self.started,
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()) if complete else
+            "not finished (%d of %d cells)" % (sum(1 for c in cells if c.status in ("PASS", "FAIL", "SKIPPED")),
+                                               len(cells)),
+            "complete": complete,
+            "elapsed_s": round(time.time() - self.start, 1),
+            "host": host_desc(),
+            "jobs": args.jobs,
+            "machine": machine(),
+            "git": self.git,
+        }
+        if interrupted:
+            meta["interrupted"] = True
+        if shard:
+            meta["shard"] = {"spec": "%d/%d" % shard["spec"], "timings": shard["split_by"],
+                             "split": shard["split_id"]}
+            meta["selection"] = shard["selection"]
+        if args.remote_cache:
+            meta["remote_cache"] = dict(self.runner.remote_total, url=args.remote_cache)
+        return meta
+
+    def write(self, complete, interrupted=False):
+        meta = self.meta(complete, interrupted)
+        write_json(self.cells, meta, self.staging)
+        write_md(self.cells, meta, self.staging)
+        write_html(self.cells, meta, self.staging)
+
+
 def run_cells(args, argv, cells, final, shard=None):
     """Runs cells into final (a previous report or nothing); shard: None or
     {"spec": (K, N), "selection": [names], "split_by": text, "split_id": digest}.
@@ -228,41 +271,9 @@ def run_cells(args, argv, cells, final, shard=None):
 
     runner = Runner(cells, args.jobs, staging)
     runner.remote = args.remote_cache
-    git = git_state()
-    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(start))
-
-    def make_meta(complete, interrupted=False):
-        meta = {
-            "quick": args.quick,
-            "args": "".join(" " + a for a in argv),
-            "started": started,
-            "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()) if complete else
-            "not finished (%d of %d cells)" % (sum(1 for c in cells if c.status in ("PASS", "FAIL", "SKIPPED")),
-                                               len(cells)),
-            "complete": complete,
-            "elapsed_s": round(time.time() - start, 1),
-            "host": host_desc(),
-            "jobs": args.jobs,
-            "machine": machine(),
-            "git": git,
-        }
-        if interrupted:
-            meta["interrupted"] = True
-        if shard:
-            meta["shard"] = {"spec": "%d/%d" % shard["spec"], "timings": shard["split_by"],
-                             "split": shard["split_id"]}
-            meta["selection"] = shard["selection"]
-        if args.remote_cache:
-            meta["remote_cache"] = dict(runner.remote_total, url=args.remote_cache)
-        return meta
-
-    def write_all(meta):
-        write_json(cells, meta, staging)
-        write_md(cells, meta, staging)
-        write_html(cells, meta, staging)
-
-    runner.report = lambda: write_all(make_meta(False))
-    write_all(make_meta(False))
+    report = RunReport(args, argv, cells, start, shard, runner, staging)
+    runner.report = lambda: report.write(complete=False)
+    report.write(complete=False)
 
     def interrupted(*_):
         raise KeyboardInterrupt
@@ -276,7 +287,7 @@ def run_cells(args, argv, cells, final, shard=None):
     except KeyboardInterrupt:
         # the main thread may have been interrupted holding the lock (a SKIPPED cell)
         got = runner.lock.acquire(timeout=5)
-        write_all(make_meta(False, interrupted=True))
+        report.write(complete=False, interrupted=True)
         if got:
             runner.lock.release()
         print("\nci/matrix: interrupted; the partial report is in %s/report.{md,json,html}, the previous "
@@ -289,7 +300,7 @@ def run_cells(args, argv, cells, final, shard=None):
     elapsed = time.time() - start
     with runner.lock:
         runner.report = None
-    write_all(make_meta(True))
+    report.write(complete=True)
     publish(final, staging)
     n = counts(cells)
     print("ci/matrix: %d cells in %s: %d PASS, %d FAIL, %d SKIPPED; report: %s/report.{md,json,html}" % (

@@ -176,10 +176,8 @@ def doc_meta(doc, where):
     return meta
 
 
-def merge(dirs, out):
-    """Shard reports -> one report: every selected cell exactly once."""
-    if os.path.realpath(out) in [os.path.realpath(d) for d in dirs]:
-        raise Usage("--out %s is one of the reports to merge; write the merged report elsewhere" % shown(out))
+def read_reports(dirs):
+    """[(dir, doc, cells, meta)] of the report.json in each folder."""
     docs = []
     for d in dirs:
         path = os.path.join(d, "report.json")
@@ -190,6 +188,12 @@ def merge(dirs, out):
             raise Usage("%s: cannot read a report: %s" % (shown(path), e))
         cells = cells_from_doc(doc, shown(path))
         docs.append((d, doc, cells, doc_meta(doc, shown(path))))
+    return docs
+
+
+def check_shards(docs):
+    """Raises Usage unless the reports hold every cell of their runs
+    exactly once, each shard once, all split the same way."""
     # A sharded report names every cell of its run (the selection before the
     # split); reports of one run must together hold each of them.
     runs = {}
@@ -225,6 +229,44 @@ def merge(dirs, out):
                 have = ", ".join(sorted(run))
                 raise Usage("cell '%s' is missing: no report holds it (shards given: %s of %s; a shard "
                             "missing, or shards split with different timings)" % (name, have, n))
+
+
+def merged_meta(docs, dirs, merged, shards):
+    """The merged report's header: each shard's, the commit(s) tested and
+    the remote cache counts summed."""
+    caches = [s["remote_cache"] for s in shards if s.get("remote_cache")]
+    meta = {
+        "quick": all(m["quick"] for _, _, _, m in docs),
+        "args": " --merge " + " ".join(shown(d) for d in dirs),
+        "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "elapsed_s": max(m["elapsed_s"] for _, _, _, m in docs),
+        "host": "%d shard reports" % len(docs),
+        "jobs": max(m["jobs"] for _, _, _, m in docs),
+        "shards": shards,
+        "selection": [c.name for c in merged],
+    }
+    commits = sorted(set((s.get("git") or {}).get("commit") or "unknown" for s in shards))
+    if len(commits) == 1:
+        meta["git"] = shards[0].get("git") or {"commit": None, "note": "the shards recorded no commit"}
+        if any((s.get("git") or {}).get("dirty") for s in shards):
+            meta["git"] = dict(meta["git"], dirty=True)
+    else:
+        meta["git"] = {"commit": None, "note": "the shards tested different commits: %s" % ", ".join(commits)}
+    if caches:
+        meta["remote_cache"] = {"url": ", ".join(sorted(set(c["url"] for c in caches))),
+                                "hits": sum(c["hits"] for c in caches),
+                                "processes": sum(c["processes"] for c in caches),
+                                "internal": sum(c["internal"] for c in caches),
+                                "bazel_runs": sum(c["bazel_runs"] for c in caches)}
+    return meta
+
+
+def merge(dirs, out):
+    """Shard reports -> one report: every selected cell exactly once."""
+    if os.path.realpath(out) in [os.path.realpath(d) for d in dirs]:
+        raise Usage("--out %s is one of the reports to merge; write the merged report elsewhere" % shown(out))
+    docs = read_reports(dirs)
+    check_shards(docs)
     # the merged report: cells in the matrix's order, logs copied along
     order = dict((c.name, i) for i, c in enumerate(all_cells()))
     shutil.rmtree(out, ignore_errors=True)
@@ -250,30 +292,7 @@ def merge(dirs, out):
                        "args": meta["args"], "remote_cache": meta.get("remote_cache"), "git": meta.get("git")})
     merged.sort(key=lambda c: order[c.name])
     shards.sort(key=lambda s: (int(s["shard"].split("/")[1]), int(s["shard"].split("/")[0]), s["dir"]))
-    caches = [s["remote_cache"] for s in shards if s.get("remote_cache")]
-    meta = {
-        "quick": all(m["quick"] for _, _, _, m in docs),
-        "args": " --merge " + " ".join(shown(d) for d in dirs),
-        "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "elapsed_s": max(m["elapsed_s"] for _, _, _, m in docs),
-        "host": "%d shard reports" % len(docs),
-        "jobs": max(m["jobs"] for _, _, _, m in docs),
-        "shards": shards,
-        "selection": [c.name for c in merged],
-    }
-    commits = sorted(set((s.get("git") or {}).get("commit") or "unknown" for s in shards))
-    if len(commits) == 1:
-        meta["git"] = shards[0].get("git") or {"commit": None, "note": "the shards recorded no commit"}
-        if any((s.get("git") or {}).get("dirty") for s in shards):
-            meta["git"] = dict(meta["git"], dirty=True)
-    else:
-        meta["git"] = {"commit": None, "note": "the shards tested different commits: %s" % ", ".join(commits)}
-    if caches:
-        meta["remote_cache"] = {"url": ", ".join(sorted(set(c["url"] for c in caches))),
-                                "hits": sum(c["hits"] for c in caches),
-                                "processes": sum(c["processes"] for c in caches),
-                                "internal": sum(c["internal"] for c in caches),
-                                "bazel_runs": sum(c["bazel_runs"] for c in caches)}
+    meta = merged_meta(docs, dirs, merged, shards)
     write_json(merged, meta, out)
     write_md(merged, meta, out)
     write_html(merged, meta, out)
