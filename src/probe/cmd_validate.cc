@@ -79,7 +79,7 @@ int cmd_validate(int argc, char **argv) {
   const bool counter = info->source != TICKCLOCK_SOURCE_SYSTEM && info->source != TICKCLOCK_SOURCE_QPC;
   r.info = info;
   r.counter = counter;
-  tkc_gather(nullptr, &r.ev);
+  tkt_gather(&r.ev);
   std::vector<Item> items;
   // checks not run or cut short by a signal: (check, reason)
   std::vector<std::pair<std::string, std::string>> unfinished;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "internal.h"
+#include "tickclock_tools.h"
 
 namespace tickclock_probe {
 
