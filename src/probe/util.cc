@@ -140,6 +140,24 @@ const char *interrupt_name() {
   return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
 }
 
+std::string Unfinished::json() const {
+  std::string o = "[";
+  for (size_t i = 0; i < items_.size(); i++)
+    o += (i ? "," : "") + json_unfinished(items_[i].first, items_[i].second);
+  return o + "]";
+}
+
+std::string Unfinished::line() const {
+  std::string list;
+  for (const auto &u : items_) list += (list.empty() ? "" : ", ") + u.first + " (" + u.second + ")";
+  return fmt("INCOMPLETE: interrupted by %s; not finished: %s", interrupt_name(), list.c_str());
+}
+
+int Unfinished::finish(const char *command, const std::string &text) const {
+  std::fprintf(stderr, "tickclock-probe %s: %s\n", command, (text.empty() ? line() : text).c_str());
+  return interrupted_exit();
+}
+
 uint64_t mono_raw_ns() { return tkt_os_now_raw(); }
 uint64_t mono_ns() { return tkt_os_now(); }
 uint64_t read_now() { return tickclock_now(); }
