@@ -13,9 +13,16 @@
 #ifndef TICKCLOCK_TOOLS_JSON_TEXT_H
 #define TICKCLOCK_TOOLS_JSON_TEXT_H
 
+/* MSVC's C compiler spells it __inline */
+#if defined(_MSC_VER) && !defined(__cplusplus)
+#define TKT_JSON_INLINE static __inline
+#else
+#define TKT_JSON_INLINE static inline
+#endif
+
 /* The JSON form of byte c inside a string value into out (1 to 6
  * characters, not terminated); returns how many. */
-static inline unsigned tkt_json_char(unsigned char c, char out[6]) {
+TKT_JSON_INLINE unsigned tkt_json_char(unsigned char c, char out[6]) {
   static const char hex[] = "0123456789abcdef";
   out[0] = '\\';
   switch (c) {

@@ -68,7 +68,7 @@ uint64_t tkt_counter_read_ordered(void);
 /* RDTSCP, with IA32_TSC_AUX in *aux: only after checking
  * CPUID.80000001H:EDX[27] (tickclock_x86_facts.rdtscp); it raises #UD
  * where absent. */
-static inline uint64_t tkt_x86_rdtscp(uint32_t *aux) {
+TKC_INLINE uint64_t tkt_x86_rdtscp(uint32_t *aux) {
 #if defined(_MSC_VER) && !defined(__clang__)
   unsigned int a;
   uint64_t t = __rdtscp(&a);
