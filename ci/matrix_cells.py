@@ -78,6 +78,8 @@ def guest_items():
     out = []
     for g in guests.GUESTS:
         out.append((g["name"], g["arch"], g["accel"], ""))
+        if g.get("suites"):
+            out.append(("%s:suites" % g["name"], g["arch"], g["accel"], "suites"))
         for e in g["events"]:
             out.append(("%s:%s" % (g["name"], e), g["arch"], g["accel"], e))
     return out
