@@ -45,6 +45,7 @@ grep -q 'tickclock_now()' "$tmp/tree/src/include/portability/instr_time.h" \
 # sampling, EXPLAIN printing the interval.
 for want in 'a/src/backend/utils/misc/guc.c:"explain_timing_sample_rate", PGC_USERSET' \
             'a/src/backend/executor/instrument.c:tickclock_sampler_should_time(&instr->sampler)' \
+            'a/src/backend/executor/execProcnode.c:node->ExecProcNode = ExecProcNodeSampled;' \
             'a/src/backend/commands/explain.c:instr_format_error(buf, len'; do
   file=${want%%:*} text=${want#*:}
   if awk -v f="$file" '/^diff --git / { keep = ($3 == f) } keep' "$patch_file" | grep -q "^+.*$(sed 's/[][\.*^$&]/\\&/g' <<<"$text")"; then
