@@ -5,8 +5,10 @@
 #include "pg_c_h.h"
 #include "portability/instr_time.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static int failures;
@@ -27,6 +29,114 @@ static int64 mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A relative difference within 1e-12 (the same arithmetic in another
+ * order). */
+static int near(double a, double b)
+{
+	return fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b));
+}
+
+/* Sampled timing's arithmetic (instr_time.h's instr_sample_* and
+ * instr_format_error, what explain_timing_sample_rate prints). */
+static void sampled_timing(void)
+{
+	char		buf[32];
+	tickclock_sampler smp, zeroed;
+	instr_sample_sum s, half, sum;
+	double		p = 0.25, d_ns = 100.0, b_ns = 3.0, want_var, want_err;
+	uint64		timed = 0;
+	int			i, n = 10000;
+
+	/* The text after a time: nothing when exact, three decimals, inf. */
+	instr_format_error(buf, sizeof(buf), 0.0);
+	CHECK(strcmp(buf, "") == 0, "exact time: '%s'", buf);
+	instr_format_error(buf, sizeof(buf), -1.0);
+	CHECK(strcmp(buf, "") == 0, "negative error: '%s'", buf);
+	instr_format_error(buf, sizeof(buf), NAN);
+	CHECK(strcmp(buf, "") == 0, "NaN error: '%s'", buf);
+	instr_format_error(buf, sizeof(buf), 0.91249);
+	CHECK(strcmp(buf, "+/-0.912") == 0, "0.91249 ms: '%s'", buf);
+	instr_format_error(buf, sizeof(buf), 1234.5675);
+	CHECK(strcmp(buf, "+/-1234.568") == 0 || strcmp(buf, "+/-1234.567") == 0, "1234.5675 ms: '%s'", buf);
+	instr_format_error(buf, sizeof(buf), 0.0004);
+	CHECK(strcmp(buf, "+/-0.000") == 0, "0.0004 ms: '%s'", buf);
+	instr_format_error(buf, sizeof(buf), HUGE_VAL);
+	CHECK(strcmp(buf, "+/-inf") == 0, "unbounded: '%s'", buf);
+	CHECK(instr_format_error(buf, 4, 12.5) == (int) strlen("+/-12.500") && strlen(buf) == 3,
+		  "truncated to the buffer: '%s'", buf);
+
+	/* The exact part: some 32 timed calls' worth of calls at the rate. */
+	CHECK(instr_sample_exact_calls(0.01) == 3201, "rate 0.01: %llu exact calls",
+		  (unsigned long long) instr_sample_exact_calls(0.01));
+	CHECK(instr_sample_exact_calls(1.0) == 33, "rate 1: %llu", (unsigned long long) instr_sample_exact_calls(1.0));
+	CHECK(instr_sample_exact_calls(0.001) == 32001, "rate 0.001: %llu",
+		  (unsigned long long) instr_sample_exact_calls(0.001));
+	CHECK(instr_sample_exact_calls(1e-6) == 32000001, "rate 1e-6: %llu",
+		  (unsigned long long) instr_sample_exact_calls(1e-6));
+
+	/* A state never initialised (a worker's slot) and one with no call
+	 * decided: nothing sampled, the time exact. */
+	memset(&zeroed, 0, sizeof(zeroed));
+	instr_sample_sum_of(&zeroed, &s);
+	CHECK(s.total == 0 && s.var == 0 && s.bound == 0 && s.ncalls == 0 && s.ntimed == 0, "zeroed sampler");
+	CHECK(instr_sample_error(&s) == 0.0, "zeroed sampler's error %g", instr_sample_error(&s));
+	CHECK(tickclock_sampler_init(&smp, p, 42) == TICKCLOCK_OK, "sampler init");
+	instr_sample_sum_of(&smp, &s);
+	CHECK(s.ncalls == 0 && instr_sample_error(&s) == 0.0, "no call decided: %g calls", s.ncalls);
+
+	/* n calls of d_ns each (bound b_ns), a quarter timed: the estimate is
+	 * the timed sum / p, in seconds; its variance (1 - p) / p^2 * the sum of
+	 * squares, in s^2; its bound the bounds' sum / p; the error 1.96
+	 * standard deviations plus the bound. */
+	for (i = 0; i < n; i++)
+	{
+		if (tickclock_sampler_should_time(&smp))
+		{
+			tickclock_sampler_add(&smp, d_ns, b_ns);
+			timed++;
+		}
+		if (i == n / 2 - 1)
+			instr_sample_sum_of(&smp, &half);
+	}
+	instr_sample_sum_of(&smp, &s);
+	CHECK(s.ncalls == n && s.ntimed == (double) timed, "%g calls, %g timed (%llu)", s.ncalls, s.ntimed,
+		  (unsigned long long) timed);
+	CHECK(timed > n * p * 0.9 && timed < n * p * 1.1, "%llu of %d calls timed at rate %g",
+		  (unsigned long long) timed, n, p);
+	CHECK(near(s.total, timed * d_ns / p / 1e9), "estimate %.9g s, want %.9g s", s.total, timed * d_ns / p / 1e9);
+	want_var = (1 - p) / (p * p) * timed * d_ns * d_ns / 1e18;
+	CHECK(near(s.var, want_var), "variance %.9g s^2, want %.9g", s.var, want_var);
+	CHECK(near(s.bound, timed * b_ns / p / 1e9), "bound %.9g s, want %.9g", s.bound, timed * b_ns / p / 1e9);
+	want_err = 1.96 * sqrt(want_var) + timed * b_ns / p / 1e9;
+	CHECK(near(instr_sample_error(&s), want_err), "error %.9g s, want %.9g", instr_sample_error(&s), want_err);
+	/* the interval holds the true total (n * d_ns) for this seed */
+	CHECK(fabs(s.total - n * d_ns / 1e9) <= instr_sample_error(&s), "estimate %.9g s +/- %.9g, true %.9g s",
+		  s.total, instr_sample_error(&s), n * d_ns / 1e9);
+
+	/* Parallel workers: sums of independent samples add, and so do their
+	 * variances (the error of a sum is not the sum of the errors). */
+	sum = half;
+	instr_sample_sum_add(&sum, &s);
+	CHECK(near(sum.total, half.total + s.total) && near(sum.var, half.var + s.var) &&
+		  near(sum.bound, half.bound + s.bound) && sum.ncalls == half.ncalls + s.ncalls &&
+		  sum.ntimed == half.ntimed + s.ntimed, "sum of two");
+	CHECK(near(instr_sample_error(&sum), 1.96 * sqrt(half.var + s.var) + half.bound + s.bound),
+		  "error of the sum %.9g s", instr_sample_error(&sum));
+	CHECK(instr_sample_error(&sum) < instr_sample_error(&half) + instr_sample_error(&s),
+		  "the error of the sum is less than the sum of the errors");
+
+	/* Calls left to sampling and none timed: nothing is known of them. */
+	CHECK(tickclock_sampler_init(&smp, 1e-6, 7) == TICKCLOCK_OK, "sampler init at 1e-6");
+	for (i = 0; i < 10 && !tickclock_sampler_should_time(&smp); i++)
+		;
+	instr_sample_sum_of(&smp, &s);
+	if (s.ntimed == 0)
+		CHECK(isinf(instr_sample_error(&s)) && s.ncalls == 10, "untimed calls: error %g, %g calls",
+			  instr_sample_error(&s), s.ncalls);
+	else
+		CHECK(0, "seed 7 at rate 1e-6 timed one of the first %d calls: choose another seed", i + 1);
 }
 
 int main(void)
@@ -109,6 +219,8 @@ int main(void)
 		}
 		start = end;
 	}
+
+	sampled_timing();
 
 	printf("instr_time on tickclock (%s): %s\n", tickclock_info_get()->source_name,
 		   failures ? "FAILED" : "all checks passed");

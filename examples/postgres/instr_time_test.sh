@@ -4,7 +4,9 @@
 # cleanly to PostgreSQL 15's instr_time.h (kept in pg15/), and the patched
 # header compiles against the current single header under PostgreSQL's
 # warning flags (as errors), links with the implementation file the patch
-# adds, and its macros give the right intervals (instr_time_test.c). Also:
+# adds, and its macros give the right intervals, and sampled timing's
+# arithmetic (the estimate's scaling, its error, the "+/-" text) is right
+# (instr_time_test.c). Also:
 # ci/pg-vendor rejects a bad argument with one line and exit status 2.
 #   instr_time_test.sh PATCH ORIG_INSTR_TIME_H SINGLE_HEADER TEST_C C_H_STANDIN PG_VENDOR
 set -uo pipefail
@@ -39,6 +41,20 @@ cp "$header" "$tmp/tree/src/include/portability/tickclock.h"
 grep -q 'tickclock_now()' "$tmp/tree/src/include/portability/instr_time.h" \
   && ok "patched instr_time.h reads tickclock_now()" || bad "patched instr_time.h reads tickclock_now()"
 
+# Sampled timing's other parts: the setting registered, the executor
+# sampling, EXPLAIN printing the interval.
+for want in 'a/src/backend/utils/misc/guc.c:"explain_timing_sample_rate", PGC_USERSET' \
+            'a/src/backend/executor/instrument.c:tickclock_sampler_should_time(&instr->sampler)' \
+            'a/src/backend/executor/execProcnode.c:node->ExecProcNode = ExecProcNodeSampled;' \
+            'a/src/backend/commands/explain.c:instr_format_error(buf, len'; do
+  file=${want%%:*} text=${want#*:}
+  if awk -v f="$file" '/^diff --git / { keep = ($3 == f) } keep' "$patch_file" | grep -q "^+.*$(sed 's/[][\.*^$&]/\\&/g' <<<"$text")"; then
+    ok "patch adds to ${file#a/}: $text"
+  else
+    bad "patch adds to ${file#a/}: $text"
+  fi
+done
+
 # PostgreSQL 15's warning flags (configure with gcc), as errors.
 PGFLAGS=(-O2 -Wall -Wmissing-prototypes -Wpointer-arith -Wdeclaration-after-statement
   -Werror=vla -Wendif-labels -Wmissing-format-attribute -Wimplicit-fallthrough=3
@@ -48,7 +64,7 @@ cc=${CC:-gcc}
 cp "$test_c" "$standin" "$tmp/"
 if "$cc" "${PGFLAGS[@]}" -I"$tmp/tree/src/include" -I"$tmp" -c "$tmp/tree/src/port/tickclock.c" -o "$tmp/tickclock.o" > "$tmp/cc1.log" 2>&1 \
    && "$cc" "${PGFLAGS[@]}" -Wno-missing-prototypes -I"$tmp/tree/src/include" -I"$tmp" -c "$tmp/instr_time_test.c" -o "$tmp/t.o" > "$tmp/cc2.log" 2>&1 \
-   && "$cc" -o "$tmp/instr_time_test" "$tmp/t.o" "$tmp/tickclock.o" -pthread > "$tmp/ld.log" 2>&1; then
+   && "$cc" -o "$tmp/instr_time_test" "$tmp/t.o" "$tmp/tickclock.o" -pthread -lm > "$tmp/ld.log" 2>&1; then
   ok "patched instr_time.h and src/port/tickclock.c compile with PostgreSQL's warning flags"
   if "$tmp/instr_time_test"; then ok "instr_time macros on tickclock"; else bad "instr_time macros on tickclock"; fi
 else
@@ -60,6 +76,9 @@ fi
 out=$("$pg_vendor" --rounds zero 2>&1); rc=$?
 [[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] && ok "ci/pg-vendor --rounds zero: one line, exit 2" \
   || bad "ci/pg-vendor --rounds zero: one line, exit 2 (got exit $rc: $out)"
+out=$("$pg_vendor" --sample-rate 1.5 2>&1); rc=$?
+[[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] && ok "ci/pg-vendor --sample-rate 1.5: one line, exit 2" \
+  || bad "ci/pg-vendor --sample-rate 1.5: one line, exit 2 (got exit $rc: $out)"
 out=$("$pg_vendor" --bogus 2>&1); rc=$?
 [[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] && ok "ci/pg-vendor --bogus: one line, exit 2" \
   || bad "ci/pg-vendor --bogus: one line, exit 2 (got exit $rc: $out)"
