@@ -14,11 +14,13 @@ typedef struct tkc_choice {
   int forced;      /* TICKCLOCK_FORCED_*: who asked */
   int executable;  /* the counter can be read without trapping */
   int trusted;     /* TKC_TRUST_* */
+  int vdso_counter; /* the kernel's clock_gettime reads this counter too */
   int use_counter;
   char exec_why[TICKCLOCK_REASON_LEN];
   char trust_why[TICKCLOCK_REASON_LEN];
   tickclock_candidate *sys, *cnt;
   tickclock_freq_candidate *fc;
+  int freq_src[TICKCLOCK_MAX_FREQS]; /* each out->freqs entry's TKC_SRC_* */
   const char *cname;
 } tkc_choice;
 
@@ -57,7 +59,8 @@ static void tkc_env_refused(tickclock_info *out, int forced, const char *name,
 
 /* 1. what was asked for: the config wins over the environment */
 static void tkc_step_request(const tickclock_evidence *ev, tickclock_info *out,
-                                    tkc_choice *d) {
+                             tkc_choice *d) {
+  d->cname = tickclock_source_name(ev->arch_counter);
   if (ev->cfg_source != TICKCLOCK_SOURCE_AUTO) {
     d->requested = ev->cfg_source;
     d->forced = TICKCLOCK_FORCED_BY_CONFIG;
@@ -100,6 +103,7 @@ static void tkc_step_candidates(const tickclock_evidence *ev, tickclock_info *ou
     d->executable = tkc_counter_executable(ev, d->exec_why, sizeof d->exec_why);
     if (d->executable)
       d->trusted = tkc_counter_trusted(ev, d->trust_why, sizeof d->trust_why);
+    d->vdso_counter = tkc_vdso_reads_counter(ev);
   } else {
     tkc_counter_executable(ev, d->exec_why, sizeof d->exec_why);
   }
@@ -155,7 +159,7 @@ static const char *tkc_frequency_failure(const tickclock_evidence *ev, tickclock
       if (!d->forced) return d->trust_why; /* a forced TSC stays, with this as its caveat */
     }
   }
-  d->fc = tkc_pick_freq(ev, out);
+  d->fc = tkc_pick_freq(ev, out, d->freq_src);
   if (d->fc == NULL) return "no frequency source agrees with calibration";
   if (tickclock_conv_init(&out->conv, d->fc->hz_num, d->fc->hz_den) != TICKCLOCK_OK) {
     tkc_fmt(buf, n, "frequency %.0f Hz is outside the supported 1 Hz..1 THz", d->fc->hz);
@@ -181,9 +185,9 @@ static int tkc_step_published(const tickclock_evidence *ev, tickclock_info *out,
   if (!ev->cal_deferrable || d->forced ||
       (d->trusted != TKC_TRUST_YES && d->trusted != TKC_TRUST_IF_HV_AGREES))
     return 1;
-  tkc_collect_freqs(ev, out);
-  tkc_check_freqs(ev, out, 1);
-  d->fc = tkc_pick_freq(ev, out);
+  tkc_collect_freqs(ev, out, d->freq_src);
+  tkc_check_freqs(ev, out, d->freq_src, 1);
+  d->fc = tkc_pick_freq(ev, out, d->freq_src);
   if (d->fc == NULL ||
       (d->trusted == TKC_TRUST_IF_HV_AGREES && d->fc->method != TICKCLOCK_FREQ_HYPERVISOR) ||
       tickclock_conv_init(&out->conv, d->fc->hz_num, d->fc->hz_den) != TICKCLOCK_OK)
@@ -201,8 +205,8 @@ static int tkc_step_frequency(const tickclock_evidence *ev, tickclock_info *out,
   if (d->use_counter && tkc_cal_pending(ev))
     return tkc_step_published(ev, out, d); /* else the caller calibrates and asks again */
   if (d->cnt) {
-    tkc_collect_freqs(ev, out);
-    tkc_check_freqs(ev, out, 0);
+    tkc_collect_freqs(ev, out, d->freq_src);
+    tkc_check_freqs(ev, out, d->freq_src, 0);
   }
   if (!d->use_counter) return 0;
   fail = tkc_frequency_failure(ev, out, d, buf, sizeof buf);
@@ -249,21 +253,13 @@ static void tkc_record_counter(const tickclock_evidence *ev, tickclock_info *out
                                                 : "invariant TSC, no kernel verdict, packages "
                                                   "unknown";
     char cost[48];
-    /* When the kernel's clock itself runs on the TSC (clocksource tsc,
-     * or kvm-clock/Hyper-V's page, which scale it), clock_gettime in the
-     * vDSO executes RDTSC too: a trapping RDTSC slows both, so the
-     * read-cost comparison can hardly refuse anything. (What calibration
-     * cannot see is said on the calibration's own entry.) */
-    int vdso_tsc = ev->arch_counter == TICKCLOCK_SOURCE_TSC && ev->os_linux &&
-                   (strcmp(ev->clocksource, "tsc") == 0 ||
-                    tkc_is_paravirt_clock(ev->clocksource));
     if (ev->counter_read_ns <= 0)
       tkc_strlcpy(cost, "read cost not measured", sizeof cost);
     else
       tkc_fmt(cost, sizeof cost, "%.1f ns per read", ev->counter_read_ns);
     tkc_fmt(cnt->reason, sizeof cnt->reason, "%s%s, %s%s, %.6f MHz from %s%s",
                    d->forced ? "forced; " : "", basis, cost,
-                   vdso_tsc ? " (the vDSO reads the TSC too: cannot show a trap)" : "",
+                   d->vdso_counter ? " (the vDSO reads the TSC too: cannot show a trap)" : "",
                    out->hz / 1e6, fc->name,
                    out->freq_pending_check ? " (published; not calibrated yet)" : "");
   }
@@ -301,7 +297,6 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
   d.requested = TICKCLOCK_SOURCE_AUTO;
   d.forced = TICKCLOCK_FORCED_NO;
   d.trusted = TKC_TRUST_NO;
-  d.cname = tickclock_source_name(ev->arch_counter);
   memset(out, 0, sizeof *out);
 
   tkc_step_request(ev, out, &d);

@@ -33,6 +33,7 @@ double tkc_measure_read_ns(uint64_t (*rd)(void)) {
 static void tkc_nominal(tickclock_freq *f, const char *name, int method, uint64_t hz) {
   if (hz == 0) return;
   f->ok = 1;
+  f->source = method == TICKCLOCK_FREQ_ARCH_REGISTER ? TKC_SRC_ARCH_REGISTER : TKC_SRC_ARCH_FILE;
   f->hz_num = hz;
   f->hz_den = 1;
   f->method = method;
@@ -96,6 +97,7 @@ void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev) {
   if (ev->tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV) tkc_os_use_syscall(1);
 #endif
   ev->cfg_source = cfg ? cfg->source : TICKCLOCK_SOURCE_AUTO;
+  ev->cal_deferrable = cfg == NULL || cfg->calibration_ms == 0;
   tkc_gather_nominal(&ev->arch_nominal);
 #if defined(_WIN32)
   ev->os_source = TICKCLOCK_SOURCE_QPC;
@@ -143,4 +145,5 @@ void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev) {
 #else
   (void)dummy;
 #endif
+  tkc_list_claims(ev);
 }

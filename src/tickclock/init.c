@@ -464,13 +464,13 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
   tickclock_info *fresh = &tkc_fresh;
   int rc, asked = cfg != NULL && cfg->calibration_ms != 0;
   tkc_gather(cfg, &ev);
-  ev.cal_deferrable = cfg == NULL || cfg->calibration_ms == 0;
   if (tickclock_decide(&ev, fresh)) {
 #if defined(TKC_ARCH_COUNTER)
     tkc_calibrate(tkc_read_counter_ordered, cfg ? cfg->calibration_ms : 0, &ev.cal);
 #else
     ev.cal.ns = 1; /* attempted: nothing to calibrate */
 #endif
+    tkc_list_claims(&ev);
     tickclock_decide(&ev, fresh);
   }
   if (fresh->env_error[0] && !tkc_env_reported) {
@@ -516,6 +516,7 @@ void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c, in
   tickclock_evidence *ev = &tkc_pending_ev;
   tkc_book keep = tkc_bk;
   ev->cal = *c;
+  tkc_list_claims(ev);
   (void)tickclock_decide(ev, fresh); /* calibrated: decides at once */
   fresh->baseline_ns = c->ns;
   tkc_plan_refinement(fresh, ev, 0, 1);

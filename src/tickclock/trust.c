@@ -38,6 +38,16 @@ int tkc_is_paravirt_clock(const char *cs) {
          strcmp(cs, "hyperv_clocksource_msr") == 0 || strcmp(cs, "xen") == 0;
 }
 
+/* When the kernel's clock itself runs on the TSC (clocksource tsc, or
+ * kvm-clock/Hyper-V's page, which scale it), clock_gettime in the vDSO
+ * executes RDTSC too: a trapping RDTSC slows both, so the read-cost
+ * comparison can hardly refuse anything. (What calibration cannot see is
+ * said on the calibration's own entry.) */
+int tkc_vdso_reads_counter(const tickclock_evidence *ev) {
+  return ev->arch_counter == TICKCLOCK_SOURCE_TSC && ev->os_linux &&
+         (strcmp(ev->clocksource, "tsc") == 0 || tkc_is_paravirt_clock(ev->clocksource));
+}
+
 /* Is word a blank-separated entry of list? */
 static int tkc_has_word(const char *list, const char *word) {
   size_t n = strlen(word);
@@ -154,8 +164,11 @@ int tkc_counter_trusted(const tickclock_evidence *ev, char *why, size_t n) {
         return TKC_TRUST_NO;
       }
       {
-        tickclock_freq hv;
-        if (!tickclock_x86_freq_hypervisor(&ev->x86, &hv)) {
+        unsigned i;
+        int hv = 0;
+        for (i = 0; i < ev->n_claims; i++)
+          if (ev->claims[i].ok && ev->claims[i].method == TICKCLOCK_FREQ_HYPERVISOR) hv = 1;
+        if (!hv) {
           tkc_fmt(why, n,
                          "the kernel prefers the paravirtual clock '%s' and the hypervisor "
                          "publishes no TSC frequency leaf to cross-check the TSC against",
