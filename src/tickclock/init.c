@@ -108,51 +108,6 @@ int tkc_reads_counter(const tickclock_info *s) {
   return s->read_path == TICKCLOCK_READ_COUNTER || s->read_path == TICKCLOCK_READ_COUNTER_MAPPED;
 }
 
-/* A source reading -> unit ticks under s (never below base_ticks). */
-uint64_t tkc_map(const tickclock_info *s, uint64_t r) {
-  uint64_t d = r >= s->src_base ? r - s->src_base : 0, ns;
-  if (s->read_path == TICKCLOCK_READ_COUNTER) return r; /* the raw counter is the unit */
-  if (s->src_is_unit) return s->base_ticks + d;
-  ns = tickclock_conv_ticks_to_ns(&s->src_conv, d);
-  return s->base_ticks + (s->scaled ? tickclock_conv_ns_to_ticks(&s->conv, ns) : ns);
-}
-
-uint64_t tkc_max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
-
-/* ticks below s->base_ticks: the newest earlier state whose base lies at
- * or below them (bases need not grow with generations: a same-counter
- * republication puts its base a guard ahead). skip jumps over a run of
- * states none of which can be it (their lowest base is above ticks), so
- * the walk takes O(log^2 n) steps, never one per publication. */
-uint64_t tkc_ns_before(const tickclock_info *s, uint64_t ticks) {
-  const tickclock_info *x = s->prev, *root = s;
-  uint64_t ns;
-  while (x != NULL) {
-    root = x;
-    if (x->base_ticks <= ticks) return tkc_ns_in(x, ticks);
-    x = (x->skip_min_base > ticks && x->skip != NULL) ? x->skip : x->prev;
-  }
-  /* before the first base (the first state's base is 0: not in practice) */
-  ns = tickclock_conv_ticks_to_ns(&root->conv, root->base_ticks - ticks);
-  return ns > root->base_ns ? 0 : root->base_ns - ns;
-}
-
-/* Links a state about to be published into the history's jumps: skip is
- * the ancestor whose generation is its own with the lowest set bit
- * cleared, reached through the ancestors' own jumps, which tile the
- * generations in between (as a Fenwick tree does). */
-static void tkc_link_history(tickclock_info *st) {
-  unsigned target = st->generation & (st->generation - 1u);
-  const tickclock_info *x = st->prev;
-  uint64_t low = st->base_ticks;
-  while (x != NULL && x->generation > target) {
-    if (x->skip_min_base < low) low = x->skip_min_base;
-    x = x->skip; /* NULL: its run reached the first state */
-  }
-  st->skip = x;
-  st->skip_min_base = low;
-}
-
 /* An upper bound of the unit ticks old has handed out so far. A counter
  * that failed may have stepped back after readings no check saw, so the
  * bound also extrapolates from the last conclusive sample at the
@@ -177,31 +132,11 @@ static uint64_t tkc_now_bound(const tickclock_info *old, int trust, uint64_t *lo
   }
   if (trust != TKC_TRUST && tkc_bk.chk_on) {
     uint64_t raw = tkc_p_raw_ns(), susp = tkc_p_suspended_ns();
-    uint64_t dt = raw > tkc_bk.chk_prev.ns ? raw - tkc_bk.chk_prev.ns : 0, c;
-    double slack;
-    /* CLOCK_MONOTONIC_RAW stopped in a suspend since; the counter may not have */
-    if (susp != UINT64_MAX && tkc_bk.chk_prev.susp != UINT64_MAX && susp > tkc_bk.chk_prev.susp)
-      dt += susp - tkc_bk.chk_prev.susp;
-    slack = (double)dt * (TICKCLOCK_REVALIDATE_DRIFT_PPM + old->uncertainty_ppm) * 1e-6 +
-                   TICKCLOCK_REVALIDATE_DRIFT_ABS_NS;
-    c = tkc_bk.chk_prev.mid + tkc_bk.chk_prev.width / 2 +
-                 tickclock_conv_ns_to_ticks(&old->src_conv, dt + (uint64_t)slack);
+    uint64_t c = tkc_extrapolate(old, tkc_bk.chk_prev, raw, susp, allow_ns);
     t = tkc_max_u64(t, tkc_map(old, c));
-    /* the counter, had it stayed healthy, lies within the sample's width
-     * and its stated uncertainty of dt from the sample: the extrapolation
-     * is at most slack + that away (measured from c, never from a
-     * reading of a counter that failed) */
-    *allow_ns = slack + (double)dt * old->uncertainty_ppm * 1e-6 +
-                (double)tickclock_conv_ticks_to_ns(&old->src_conv, tkc_bk.chk_prev.width) + 2.0;
     *lo = tkc_map(old, c);
   }
   return t;
-}
-
-/* The unit tick ns after from under s (saturating below UINT64_MAX). */
-uint64_t tkc_after(const tickclock_info *s, uint64_t from, uint64_t ns) {
-  uint64_t d = from + (s->scaled ? tickclock_conv_ns_to_ticks(&s->conv, ns) : ns);
-  return (d < from || d == UINT64_MAX) ? UINT64_MAX - 1 : d;
 }
 
 /* The deadline the inline conversions compare with: the earlier of the
@@ -313,16 +248,9 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
    * base, the base moves ahead again, so no tick read before this store
    * is converted with the new rate after the old one converted it. */
   if (old != NULL && slot->read_path == TICKCLOCK_READ_COUNTER && slot->src_is_unit &&
-      old->read_path == TICKCLOCK_READ_COUNTER) {
-    uint64_t now = tkc_p_counter_ordered();
-    uint64_t half = tickclock_conv_ns_to_ticks(&slot->conv, TKC_REPUBLISH_GUARD_NS / 2);
-    if (now + half > slot->base_ticks) {
-      slot->base_ticks = now + 2 * half;
-      slot->src_base = slot->base_ticks;
-      slot->base_ns = tkc_ns_in(old, slot->base_ticks);
-      tkc_link_history(slot);
-    }
-  }
+      old->read_path == TICKCLOCK_READ_COUNTER &&
+      tkc_unit_guard(old, slot, tkc_p_counter_ordered()))
+    tkc_link_history(slot);
   TKC_STORE_RELEASE(&tkc_g_state, (const tickclock_info *)slot);
   TKC_STORE_RELEASE(&tkc_g_source, slot->read_path == TICKCLOCK_READ_COUNTER
                                                      ? (int)TKC_COUNTER
@@ -331,49 +259,28 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
 }
 
 /* Fills the unit fields of st, a fresh decision, so that it continues old
- * (NULL for the first state). */
+ * (NULL for the first state): the readings here, the arithmetic in
+ * unit.c. */
 static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trust) {
   int counter = TKC_COUNTER != 0 && st->source == TKC_COUNTER;
-  int os_path = tkc_os_syscall_on() ? TICKCLOCK_READ_OS_SYSCALL
-                                                                  : TICKCLOCK_READ_OS;
-  uint64_t t, lo, r0, r1, step;
+  int os_path = tkc_os_syscall_on() ? TICKCLOCK_READ_OS_SYSCALL : TICKCLOCK_READ_OS;
+  uint64_t t, lo, r0, r1;
   double allow;
   st->src_conv = st->conv;
   st->prev = old;
   st->tkc_cont_bound_ns = 0;
   st->tkc_bounded_switch = 0;
-  if (old == NULL) { /* the first state fixes the unit: its source's ticks */
-    st->unit_source = st->source;
-    st->scaled = st->source != TICKCLOCK_SOURCE_SYSTEM;
-    st->src_is_unit = 1;
-    st->base_ticks = st->base_ns = st->src_base = 0;
-    st->read_path = counter ? TICKCLOCK_READ_COUNTER : os_path;
+  if (old == NULL) {
+    tkc_unit_first(st, counter ? TICKCLOCK_READ_COUNTER : os_path);
     return;
   }
-  st->unit_source = old->unit_source;
-  st->scaled = old->scaled;
-  st->src_is_unit = st->source == old->unit_source;
+  tkc_unit_keep(old, st);
   if (counter && st->src_is_unit && old->read_path == TICKCLOCK_READ_COUNTER) {
-    /* the same raw counter: only the frequency may change */
-    /* The base a guard interval ahead: a tick taken just after this, by a
-     * reader that still holds the old state, converts with the old state
-     * whether it loads that one or this one (below the base, a tick
-     * converts with the state it was taken under). A reader whose counter
-     * read and state load straddle the publication thus never sees the new
-     * rate applied to a tick the old one already converted; the old rate
-     * stays in use for that interval only. */
     t = tkc_now_bound(old, TKC_TRUST, &lo, &allow);
-    st->read_path = TICKCLOCK_READ_COUNTER;
-    st->base_ticks = t + tickclock_conv_ns_to_ticks(&st->conv, TKC_REPUBLISH_GUARD_NS);
-    st->src_base = st->base_ticks;
-    st->base_ns = tkc_ns_in(old, st->base_ticks);
+    tkc_unit_same_counter(old, st, t);
     return;
   }
-  /* the new source first, then the bound: readings start at or above it.
-   * The step (what the new source reads at the base minus what the old
-   * one would) lies between 0 and the time between the two readings (r0,
-   * r1 bracket them on CLOCK_MONOTONIC_RAW) plus how far the base lies
-   * above the old reading, or, extrapolated, the allowance. */
+  /* the new source first, then the bound: readings start at or above it */
   r0 = tkc_p_raw_ns();
   if (!counter && !tkc_reads_counter(old)) {
     /* the OS clock before and after: one reading is both sources' (two
@@ -388,18 +295,8 @@ static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trus
     t = tkc_now_bound(old, trust, &lo, &allow);
   }
   r1 = tkc_p_raw_ns();
-  st->base_ticks = t;
-  st->base_ns = tkc_ns_in(old, t);
-  step = t > lo ? tkc_ns_in(old, t) - tkc_ns_in(old, lo) : 0;
-  if (r0 == 0 || r1 < r0) /* the raw clock unreadable: a read's worth */
-    r0 = 0, r1 = UINT64_C(100000);
-  st->tkc_cont_bound_ns = step + (r1 - r0) + (uint64_t)allow + 2;
-  /* away from a counter that failed or may not be read: bounded by the
-   * extrapolation, or, with no sample to extrapolate from, not at all */
-  st->tkc_bounded_switch = trust != TKC_TRUST && tkc_reads_counter(old);
-  if (st->tkc_bounded_switch && allow <= 0) st->tkc_cont_bound_ns = UINT64_MAX / 2;
-  st->read_path = counter ? TICKCLOCK_READ_COUNTER_MAPPED : os_path;
-  if (!st->src_is_unit) st->conv = old->conv; /* the unit keeps its frequency */
+  tkc_unit_mapped(old, st, t, lo, r0, r1, allow, trust != TKC_TRUST && tkc_reads_counter(old),
+                  counter ? TICKCLOCK_READ_COUNTER_MAPPED : os_path);
 }
 
 /* Says in the state how it reads when that is not the plain choice. */

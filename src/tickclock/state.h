@@ -6,6 +6,7 @@
 #include "sys.h"
 #include "tickclock.h"
 #include "evidence.h"
+#include "unit.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,9 +42,6 @@ TKC_INTERNAL void tkc_reset_world(void);
 
 /* Refinement stops once its baseline spans this. */
 #define TKC_REFINE_UNTIL_NS UINT64_C(1000000000)
-/* A new frequency for the same raw counter takes effect this far after the
- * moment of publication (init.c, tkc_continue). */
-#define TKC_REPUBLISH_GUARD_NS UINT64_C(1000000)
 /* The smallest uncertainty a counter state states: a calibration's own
  * bound goes below it only on baselines the refinement never takes (or
  * across a suspend it would have discarded), and a stated frequency
@@ -108,11 +106,7 @@ TKC_INTERNAL void tkc_ensure_atfork(void);
 
 /* ---- states and publication (init.c; lock held) ---- */
 TKC_INTERNAL int tkc_reads_counter(const tickclock_info *s);
-/* A source reading -> unit ticks under s (never below base_ticks). */
-TKC_INTERNAL uint64_t tkc_map(const tickclock_info *s, uint64_t r);
-TKC_INTERNAL uint64_t tkc_max_u64(uint64_t a, uint64_t b);
-/* The unit tick ns after from under s (saturating below UINT64_MAX). */
-TKC_INTERNAL uint64_t tkc_after(const tickclock_info *s, uint64_t from, uint64_t ns);
+/* (tkc_map, tkc_after, tkc_max_u64: unit.h) */
 /* The deadline the inline conversions compare with. */
 TKC_INTERNAL void tkc_store_deadline(void);
 /* The next periodic check a period after now_unit, then the deadline. */
