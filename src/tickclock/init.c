@@ -34,8 +34,6 @@
 #if !defined(TICKCLOCK_STATIC) /* TICKCLOCK_STATIC: tickclock.h defines them */
 TKC_SHARED int tkc_g_source = 0;
 const tickclock_info *TKC_SHARED tkc_g_state = NULL;
-/* Unit tick at which tickclock_to_ns runs the periodic re-validation. */
-TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_reval_deadline = UINT64_MAX;
 #endif
 
 /* ---- states (all below: lock held) ------------------------------------ */
@@ -83,25 +81,14 @@ tickclock_info *tkc_take_slot(int may_alloc) {
 }
 
 
-/* Every field given: the two "never" deadlines are not zero. */
-TKC_BOOK_LINKAGE tkc_book tkc_bk = {
-    TICKCLOCK_CHECK_DEFAULT_MS, UINT64_MAX, 0, 0, {0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0, 0, 0, 0},
-    0, UINT64_MAX, 0, {0, 0, 0, 0}, {0, 0, 0, 0}, 0, 0, {0}};
-
 void tkc_reserve_slots(void) {
   while (tkc_n_ready < TKC_READY_SLOTS) {
     tickclock_info *slot = tkc_new_slot(1);
     if (slot == NULL) break;
     tkc_ready[tkc_n_ready++] = slot;
   }
-  if (tkc_bk.refine_deferred && tkc_n_ready > 0) {
-    const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
-    tkc_bk.refine_deferred = 0;
-    if (s != NULL && tkc_bk.refine_on) {
-      tkc_bk.refine_at = tkc_bk.max_seen; /* due at once */
-      tkc_store_deadline();
-    }
-  }
+  if (tkc_refine_deferred() && tkc_n_ready > 0)
+    tkc_refine_rearm(TKC_LOAD_ACQUIRE(&tkc_g_state) != NULL, tkc_max_seen());
 }
 
 int tkc_reads_counter(const tickclock_info *s) {
@@ -119,7 +106,8 @@ int tkc_reads_counter(const tickclock_info *s) {
  * would be (0 otherwise). */
 static uint64_t tkc_now_bound(const tickclock_info *old, int trust, uint64_t *lo,
                               double *allow_ns) {
-  uint64_t t = tkc_bk.max_seen;
+  uint64_t t = tkc_max_seen();
+  tkc_bracket prev;
   *lo = 0;
   *allow_ns = 0;
   if (!tkc_reads_counter(old)) {
@@ -130,32 +118,13 @@ static uint64_t tkc_now_bound(const tickclock_info *old, int trust, uint64_t *lo
     *lo = tkc_map(old, tkc_p_counter_ordered());
     t = tkc_max_u64(t, *lo);
   }
-  if (trust != TKC_TRUST && tkc_bk.chk_on) {
+  if (trust != TKC_TRUST && tkc_last_sample(&prev)) {
     uint64_t raw = tkc_p_raw_ns(), susp = tkc_p_suspended_ns();
-    uint64_t c = tkc_extrapolate(old, tkc_bk.chk_prev, raw, susp, allow_ns);
+    uint64_t c = tkc_extrapolate(old, prev, raw, susp, allow_ns);
     t = tkc_max_u64(t, tkc_map(old, c));
     *lo = tkc_map(old, c);
   }
   return t;
-}
-
-/* The deadline the inline conversions compare with: the earlier of the
- * next periodic check and the next refinement. */
-void tkc_store_deadline(void) {
-  uint64_t d = tkc_bk.chk_on ? tkc_bk.reval_at : UINT64_MAX;
-  if (tkc_bk.chk_on && tkc_bk.refine_on && tkc_bk.refine_at < d)
-    d = tkc_bk.refine_at;
-  TKC_STORE_RELEASE(&tkc_g_reval_deadline, d);
-}
-
-/* The next periodic check a period after now_unit (off unless the state
- * reads the counter and a period is set), then the deadline. */
-void tkc_arm_deadline(const tickclock_info *s, uint64_t now_unit) {
-  tkc_bk.reval_at = UINT64_MAX;
-  if (tkc_bk.chk_on && tkc_bk.reval_ms != 0)
-    tkc_bk.reval_at =
-        tkc_after(s, now_unit, (uint64_t)tkc_bk.reval_ms * UINT64_C(1000000));
-  tkc_store_deadline();
 }
 
 uint64_t tkc_read_counter_ordered(void) { return tkc_p_counter_ordered(); }
@@ -179,7 +148,7 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
                               int use_spare, int may_alloc, const tickclock_evidence *ev) {
   tickclock_info *slot;
   tkc_bracket anchor;
-  int counter = TKC_COUNTER != 0 && st->source == TKC_COUNTER, tries;
+  int counter = TKC_COUNTER != 0 && st->source == TKC_COUNTER, tries, checked;
   /* A state continues the one published: a caller whose notion of the
    * current state is stale (a frame interrupted by a handler that forked,
    * whose child published in the meantime) publishes nothing. */
@@ -213,35 +182,10 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
   slot->unit_hz = (double)slot->unit_hz_num / (double)slot->unit_hz_den;
   tkc_note_path(slot);
   tkc_link_history(slot);
-  tkc_bk.chk_anchor = tkc_bk.chk_prev = anchor;
-  tkc_bk.chk_on = anchor.width != UINT64_MAX;
-  if (tkc_bk.chk_on) {
-    slot->tkc_susp_ns = anchor.susp;
-    tkc_note_sample(tkc_map(slot, anchor.mid - anchor.width / 2),
-                    tkc_map(slot, anchor.mid + anchor.width / 2), anchor.susp);
-  }
-  if (counter && ev != NULL) {
-    tkc_bk.cs_known = ev->clocksource_known;
-    tkc_strlcpy(tkc_bk.cs, ev->clocksource, sizeof tkc_bk.cs);
-  }
-  if (!counter || !tkc_bk.chk_on) tkc_bk.refine_on = 0;
-  if (tkc_bk.refine_on && tkc_bk.cal_first.ns == 0) {
-    /* a published frequency, not calibrated yet: the cross-check measures
-     * from this publication's bracket, first after the quick baseline */
-    tkc_cal_start(&tkc_bk.cal_first, anchor);
-    tkc_bk.refine_at_ns = anchor.ns + (uint64_t)TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000);
-  }
-  if (tkc_bk.refine_on)
-    tkc_bk.refine_at = tkc_after(
-        slot, tkc_map(slot, anchor.mid),
-        tkc_bk.refine_at_ns > anchor.ns ? tkc_bk.refine_at_ns - anchor.ns : 0);
-  /* (a raw counter's base lies a guard ahead: not a reading) */
-  if (old != NULL && slot->read_path != TICKCLOCK_READ_COUNTER)
-    tkc_bk.max_seen = tkc_max_u64(tkc_bk.max_seen, slot->base_ticks);
-  if (tkc_bk.chk_on)
-    tkc_bk.max_seen = tkc_max_u64(
-        tkc_bk.max_seen, tkc_map(slot, tkc_bk.chk_anchor.mid + tkc_bk.chk_anchor.width / 2));
-  tkc_arm_deadline(slot, tkc_bk.max_seen);
+  checked = tkc_checks_published(old, slot, anchor, counter, ev);
+  if (checked) slot->tkc_susp_ns = anchor.susp;
+  tkc_refine_published(slot, anchor, counter && checked);
+  tkc_arm_deadline(slot, tkc_max_seen());
   /* A new rate for the same raw counter must still lie a guard ahead when
    * it becomes visible: if the work above was delayed (preempted, or slow
    * under emulation) until the counter came within half the guard of the
@@ -288,7 +232,7 @@ static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trus
      * emulation) */
     st->src_base = tkc_p_os_ns();
     lo = tkc_map(old, st->src_base);
-    t = tkc_max_u64(tkc_bk.max_seen, lo);
+    t = tkc_max_u64(tkc_max_seen(), lo);
     allow = 0;
   } else {
     st->src_base = counter ? tkc_p_counter_ordered() : tkc_p_os_ns();
@@ -312,32 +256,6 @@ static void tkc_note_path(tickclock_info *st) {
 }
 
 static tickclock_info tkc_fresh; /* under the lock; too big for small stacks */
-/* The evidence behind a state whose published frequency awaits its
- * cross-check: the first refinement decides again from it (lock held). */
-static tickclock_evidence tkc_pending_ev;
-
-/* What follows a decision made with the calibration ev->cal (ok == 0:
- * none): a quick calibration that was chosen is refined from its start
- * bracket; a published frequency used before calibration is cross-checked
- * from the publication's own bracket (tkc_publish fills cal_first then),
- * and once it passed (cross_checked) checked again on the same growing
- * baselines up to 1 s; one of a length the caller asked for
- * (calibration_ms) stays as it is. */
-static void tkc_plan_refinement(const tickclock_info *fresh, const tickclock_evidence *ev,
-                                int asked_ms, int cross_checked) {
-  tkc_bk.refine_on = 0;
-  tkc_bk.refine_deferred = 0;
-  if (fresh->freq_pending_check) {
-    tkc_pending_ev = *ev;
-    memset(&tkc_bk.cal_first, 0, sizeof tkc_bk.cal_first);
-    tkc_bk.refine_on = 1;
-  } else if ((fresh->freq_method == TICKCLOCK_FREQ_CALIBRATED || cross_checked) &&
-             ev->cal.ok && !asked_ms && ev->cal.ns < TKC_REFINE_UNTIL_NS) {
-    tkc_bk.cal_first = ev->cal;
-    tkc_bk.refine_at_ns = ev->cal.start_ns + 4 * ev->cal.ns;
-    tkc_bk.refine_on = 1;
-  }
-}
 
 /* A re-initialisation's decision that says what the current state says:
  * the same source, read the same way, its frequency found the same way
@@ -382,54 +300,17 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
     tkc_reserve_slots();
     return fresh->request_refused ? TICKCLOCK_EUNAVAILABLE : TICKCLOCK_OK;
   }
-  {
-    /* the refinement plan is the new state's: kept aside until it is out */
-    tkc_book keep = tkc_bk;
-    tkc_plan_refinement(fresh, &ev, asked, 0);
-    rc = tkc_publish(fresh, old,
-                     ev.tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV ? TKC_NO_READ : TKC_TRUST, 0, 1,
-                     &ev);
-    if (rc != TICKCLOCK_OK) {
-      tkc_bk = keep; /* nothing changed */
-      return rc;
-    }
-  }
+  rc = tkc_publish_planned(fresh, old, &ev, asked, 0,
+                           ev.tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV ? TKC_NO_READ : TKC_TRUST, 0,
+                           1);
+  if (rc != TICKCLOCK_OK) return rc;
   tkc_reserve_slots();
   return fresh->request_refused ? TICKCLOCK_EUNAVAILABLE : TICKCLOCK_OK;
 }
 
-#if defined(TKC_ARCH_COUNTER)
-/* The cross-check of a published frequency (s->freq_pending_check, or a
- * published source that passed it and disagrees with a later, longer
- * calibration), with the calibration c measured since s's first state
- * was published: the decision is made again from the same evidence plus
- * c, so the published source is kept when it agrees (now with its
- * figures) and refused when it does not (the next source by rank, usually
- * calibration; under a paravirtual clock a disagreeing hypervisor means
- * the OS clock). Either way the result is a new state continuous with s.
- * Lock held. */
-void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c, int may_alloc) {
-  tickclock_info *fresh = &tkc_fresh;
-  tickclock_evidence *ev = &tkc_pending_ev;
-  tkc_book keep = tkc_bk;
-  ev->cal = *c;
-  tkc_list_claims(ev);
-  (void)tickclock_decide(ev, fresh); /* calibrated: decides at once */
-  fresh->baseline_ns = c->ns;
-  tkc_plan_refinement(fresh, ev, 0, 1);
-  /* leaving the counter: the spare; staying: a ready slot, or none inside
-   * the conversions, and then the check waits for a call that may
-   * allocate one */
-  if (tkc_publish(fresh, s, TKC_TRUST, 1, may_alloc, ev) != TICKCLOCK_OK) {
-    tkc_bk = keep;
-    tkc_bk.refine_deferred = 1;
-    tkc_bk.refine_at = UINT64_MAX;
-    tkc_store_deadline();
-  }
-}
-#endif
-
 /* The first state, or NULL when this thread re-entered the lock. */
+const tickclock_info *tkc_published(void) { return TKC_LOAD_ACQUIRE(&tkc_g_state); }
+
 const tickclock_info *tkc_first_state(void) {
   const tickclock_info *s;
   tkc_ensure_atfork();
@@ -469,14 +350,8 @@ void tkc_set_platform(const tickclock_platform *p) {
 void tkc_reset_world(void) {
   TKC_STORE_RELEASE(&tkc_g_source, 0);
   TKC_STORE_RELEASE(&tkc_g_state, (const tickclock_info *)NULL);
-  TKC_STORE_RELEASE(&tkc_g_reval_deadline, UINT64_MAX);
-  tkc_bk.chk_on = 0;
-  tkc_bk.max_seen = 0;
-  tkc_bk.reval_ms = TICKCLOCK_CHECK_DEFAULT_MS;
-  tkc_bk.reval_at = UINT64_MAX;
-  tkc_bk.refine_on = 0;
-  tkc_bk.refine_deferred = 0;
-  tkc_bk.refine_at = UINT64_MAX;
+  tkc_checks_reset();
+  tkc_refine_reset();
   tkc_duration_reset();
 }
 
