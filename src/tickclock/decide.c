@@ -30,17 +30,19 @@ static int tkc_os_source(const tickclock_evidence *ev) {
   return ev->os_source ? ev->os_source : TICKCLOCK_SOURCE_SYSTEM;
 }
 
-static void tkc_fill_system(const tickclock_evidence *ev, tickclock_info *out) {
-  int os = tkc_os_source(ev);
-  uint64_t hz = (os == TICKCLOCK_SOURCE_SYSTEM || ev->os_hz == 0) ? UINT64_C(1000000000) : ev->os_hz;
+void tkc_fill_os(tickclock_info *out, int os, uint64_t hz, double resolution_ns) {
+  if (os == TICKCLOCK_SOURCE_SYSTEM || hz == 0) hz = UINT64_C(1000000000);
   out->source = os;
+  out->source_name = tickclock_source_name(os);
   out->hz_num = hz;
   out->hz_den = 1;
   out->hz = (double)hz;
   out->freq_method = os == TICKCLOCK_SOURCE_SYSTEM ? TICKCLOCK_FREQ_IDENTITY : TICKCLOCK_FREQ_OS;
+  out->freq_method_name = tickclock_freq_method_name(out->freq_method);
   out->freq_detail = os == TICKCLOCK_SOURCE_SYSTEM ? "identity" : "query_performance_frequency";
   out->uncertainty_ppm = 0;
-  out->resolution_ns = ev->os_resolution_ns > 0 ? ev->os_resolution_ns : 1e9 / (double)hz;
+  out->freq_pending_check = 0;
+  out->resolution_ns = resolution_ns > 0 ? resolution_ns : 1e9 / (double)hz;
   tickclock_conv_init(&out->conv, out->hz_num, out->hz_den);
 }
 
@@ -272,7 +274,7 @@ static void tkc_record_counter(const tickclock_evidence *ev, tickclock_info *out
 static void tkc_record_system(const tickclock_evidence *ev, tickclock_info *out,
                                      tkc_choice *d) {
   tickclock_candidate *cnt = d->cnt, *sys = d->sys;
-  tkc_fill_system(ev, out);
+  tkc_fill_os(out, tkc_os_source(ev), ev->os_hz, ev->os_resolution_ns);
   sys->chosen = 1;
   if (cnt) {
     cnt->usable = d->executable && d->trusted == TKC_TRUST_YES;

@@ -11,11 +11,28 @@
 extern "C" {
 #endif
 
+/* ---- the decider's limits ---- */
+/* Agreement bound: a frequency source is refused when it disagrees with
+ * calibration by more than TICKCLOCK_AGREE_PPM plus the calibration's own
+ * uncertainty and the source's quantisation. */
+#define TICKCLOCK_AGREE_PPM 25.0
+/* An automatic choice refuses the counter when the calibration's own bound
+ * exceeds this (policy step 5 in README.md): the quick calibration is
+ * lengthened until it is under it (calibrate.c), and a frequency worse than
+ * it is never published for the counter. */
+#define TICKCLOCK_CAL_MAX_UNCERTAINTY_PPM TICKCLOCK_CAL_TARGET_PPM
+
 /* Pure: evidence -> decision (a filled tickclock_info, conversion included).
  * Returns 1 if the decision needs a calibration of the arch counter that
  * the evidence does not yet hold (the caller calibrates and decides again),
  * 0 when final. */
 TKC_INTERNAL int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out);
+
+/* The OS clock os (TICKCLOCK_SOURCE_SYSTEM: ticks are ns; _QPC: ticks at
+ * hz) as out's source and frequency: the one builder of the fallback's
+ * state (the decision's, and re-validation's switch to it). resolution_ns
+ * 0: one tick. */
+TKC_INTERNAL void tkc_fill_os(tickclock_info *out, int os, uint64_t hz, double resolution_ns);
 
 /* ---- the trust policy (trust.c) ---- */
 /* Can the arch counter be read without trapping? (pure; reason in why) */

@@ -99,13 +99,7 @@ void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev) {
   ev->cfg_source = cfg ? cfg->source : TICKCLOCK_SOURCE_AUTO;
   ev->cal_deferrable = cfg == NULL || cfg->calibration_ms == 0;
   tkc_gather_nominal(&ev->arch_nominal);
-#if defined(_WIN32)
-  ev->os_source = TICKCLOCK_SOURCE_QPC;
-  ev->os_hz = tkc_qpc_hz();
-#else
-  ev->os_source = TICKCLOCK_SOURCE_SYSTEM;
-  ev->os_hz = UINT64_C(1000000000);
-#endif
+  ev->os_source = tkc_os_fallback(&ev->os_hz);
 
 #if defined(TKC_ARCH_COUNTER)
   ev->arch_counter = TKC_ARCH_COUNTER;

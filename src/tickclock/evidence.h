@@ -14,16 +14,6 @@
 extern "C" {
 #endif
 
-/* Agreement bound: a frequency source is refused when it disagrees with
- * calibration by more than TICKCLOCK_AGREE_PPM plus the calibration's own
- * uncertainty and the source's quantisation. */
-#define TICKCLOCK_AGREE_PPM 25.0
-/* An automatic choice refuses the counter when the calibration's own bound
- * exceeds this (policy step 5 in README.md): the quick calibration is
- * lengthened until it is under it (calibrate.c), and a frequency worse than
- * it is never published for the counter. */
-#define TICKCLOCK_CAL_MAX_UNCERTAINTY_PPM TICKCLOCK_CAL_TARGET_PPM
-
 #define TKC_MAX_CLAIMS (2 + TKC_X86_CLAIMS) /* calibration, perf page, the decoder's */
 
 typedef struct tickclock_evidence {

@@ -38,6 +38,7 @@
  * checks' bookkeeping and the deadline, refine.c the refinement's.
  */
 #include "state.h"
+#include "decide.h"
 #include "text.h"
 
 #include <string.h>
@@ -128,27 +129,10 @@ static tickclock_info tkc_next;
 static void tkc_switch_to_os(const tickclock_info *old, const char *why, int trust) {
   tickclock_info *fresh = &tkc_next;
   unsigned i;
-#if defined(_WIN32)
-  int os = TICKCLOCK_SOURCE_QPC;
-  uint64_t os_hz = tkc_qpc_hz();
-#else
-  int os = TICKCLOCK_SOURCE_SYSTEM;
-  uint64_t os_hz = UINT64_C(1000000000);
-#endif
+  uint64_t os_hz;
+  int os = tkc_os_fallback(&os_hz);
   memcpy(fresh, old, sizeof *fresh);
-  fresh->source = os;
-  fresh->source_name = tickclock_source_name(os);
-  if (tickclock_conv_init(&fresh->conv, os_hz ? os_hz : 1, 1) != TICKCLOCK_OK)
-    tickclock_conv_init(&fresh->conv, UINT64_C(1000000000), 1);
-  fresh->hz_num = fresh->conv.hz_num;
-  fresh->hz_den = fresh->conv.hz_den;
-  fresh->hz = (double)fresh->hz_num / (double)fresh->hz_den;
-  fresh->uncertainty_ppm = 0;
-  fresh->resolution_ns = 1e9 / fresh->hz;
-  fresh->freq_method = os == TICKCLOCK_SOURCE_SYSTEM ? TICKCLOCK_FREQ_IDENTITY : TICKCLOCK_FREQ_OS;
-  fresh->freq_method_name = tickclock_freq_method_name(fresh->freq_method);
-  fresh->freq_detail = os == TICKCLOCK_SOURCE_SYSTEM ? "identity" : "query_performance_frequency";
-  fresh->freq_pending_check = 0;
+  tkc_fill_os(fresh, os, os_hz, 0);
   for (i = 0; i < fresh->n_candidates && i < TICKCLOCK_MAX_CANDIDATES; i++) {
     tickclock_candidate *c = &fresh->candidates[i];
     c->chosen = c->source == os;
