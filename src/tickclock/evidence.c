@@ -74,7 +74,7 @@ static void tkc_gather_nominal(tickclock_freq *f) {
   (void)tkc_nominal;
 #if defined(TKC_NOMINAL_HZ)
   tkc_nominal(f, TKC_NOMINAL_NAME, TICKCLOCK_FREQ_ARCH_REGISTER,
-                     TKC_NOMINAL_HZ());
+              TKC_NOMINAL_HZ());
 #endif
 #if defined(__linux__) && defined(TKC_NOMINAL_DT_TIMEBASE)
   if (!f->ok)
@@ -111,10 +111,10 @@ void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev) {
 #if defined(__linux__)
   ev->os_linux = 1;
   ev->clocksource_known = tkc_p_read_line(TKC_SYSFS_CURRENT_CLOCKSOURCE,
-                                                 ev->clocksource, sizeof ev->clocksource);
+                                          ev->clocksource, sizeof ev->clocksource);
   ev->available_known = tkc_p_read_line(TKC_SYSFS_AVAILABLE_CLOCKSOURCE,
-                                               ev->available_clocksource,
-                                               sizeof ev->available_clocksource);
+                                        ev->available_clocksource,
+                                        sizeof ev->available_clocksource);
 #if defined(TKC_X86)
   /* ~100 us (a syscall, an mmap): only where the page can hold a TSC
    * conversion, i.e. when the kernel's clock runs on the TSC (with a

@@ -98,10 +98,10 @@ void tkc_check_freqs(const tickclock_evidence *ev, tickclock_info *out, const in
        * refinement compares it; nothing else is usable before that */
       c->usable = tkc_freq_published(src[i], ev->x86.hypervisor);
       tkc_strlcpy(c->reason,
-                         c->usable ? "published: used before calibration, cross-checked by "
-                                     "the first refinement"
-                                   : "not cross-checked: no calibration yet",
-                         sizeof c->reason);
+                  c->usable ? "published: used before calibration, cross-checked by "
+                              "the first refinement"
+                            : "not cross-checked: no calibration yet",
+                  sizeof c->reason);
       continue;
     }
     if (src[i] == TKC_SRC_CALIBRATION) {
@@ -113,11 +113,11 @@ void tkc_check_freqs(const tickclock_evidence *ev, tickclock_info *out, const in
                        strcmp(ev->clocksource, "tsc") == 0;
       c->usable = 1;
       tkc_fmt(c->reason, sizeof c->reason,
-                     "measured against CLOCK_MONOTONIC_RAW over %.1f ms, +-%.2f ppm%s",
-                     (double)ev->cal.ns / 1e6, ev->cal.uncertainty_ppm,
-                     raw_is_tsc ? "; that clock is this TSC: blind to per-CPU offsets "
-                                  "(validate: warp check)"
-                                : "");
+              "measured against CLOCK_MONOTONIC_RAW over %.1f ms, +-%.2f ppm%s",
+              (double)ev->cal.ns / 1e6, ev->cal.uncertainty_ppm,
+              raw_is_tsc ? "; that clock is this TSC: blind to per-CPU offsets "
+                           "(validate: warp check)"
+                         : "");
       continue;
     }
     if (!ev->cal.ok) {
@@ -131,14 +131,14 @@ void tkc_check_freqs(const tickclock_evidence *ev, tickclock_info *out, const in
     if (c->ppm_vs_calibration > c->bound_ppm || c->ppm_vs_calibration < -c->bound_ppm) {
       c->usable = 0;
       tkc_fmt(c->reason, sizeof c->reason,
-                     "refused: %.3f MHz disagrees with calibration by %+.1f ppm (bound %.1f ppm)",
-                     c->hz / 1e6, c->ppm_vs_calibration, c->bound_ppm);
+              "refused: %.3f MHz disagrees with calibration by %+.1f ppm (bound %.1f ppm)",
+              c->hz / 1e6, c->ppm_vs_calibration, c->bound_ppm);
     } else {
       c->usable = 1;
       tkc_fmt(c->reason, sizeof c->reason,
-                     "%sagrees with calibration: %+.2f ppm (bound %.1f ppm)",
-                     src[i] == TKC_SRC_LEAF15_TABLE ? "table crystal " : "",
-                     c->ppm_vs_calibration, c->bound_ppm);
+              "%sagrees with calibration: %+.2f ppm (bound %.1f ppm)",
+              src[i] == TKC_SRC_LEAF15_TABLE ? "table crystal " : "",
+              c->ppm_vs_calibration, c->bound_ppm);
     }
   }
   out->max_disagreement_ppm = 0;
@@ -147,7 +147,7 @@ void tkc_check_freqs(const tickclock_evidence *ev, tickclock_info *out, const in
       double d = i == j || !out->freqs[i].available || !out->freqs[j].available
                      ? 0
                      : tkc_ppm(out->freqs[i].hz_num, out->freqs[i].hz_den,
-                                         out->freqs[j].hz_num, out->freqs[j].hz_den);
+                               out->freqs[j].hz_num, out->freqs[j].hz_den);
       double a = d < 0 ? -d : d;
       out->freq_disagreement_ppm[i][j] = d;
       if (a > out->max_disagreement_ppm) out->max_disagreement_ppm = a;

@@ -114,11 +114,11 @@ static uint64_t tkc_now_bound(const tickclock_info *old, int trust, uint64_t *lo
     *lo = tkc_map(old, tkc_p_os_ns());
     return tkc_max_u64(t, *lo);
   }
-  if (trust != TKC_NO_READ) {
+  if (trust != TKC_OLD_UNREADABLE) {
     *lo = tkc_map(old, tkc_p_counter_ordered());
     t = tkc_max_u64(t, *lo);
   }
-  if (trust != TKC_TRUST && tkc_last_sample(&prev)) {
+  if (trust != TKC_OLD_HEALTHY && tkc_last_sample(&prev)) {
     uint64_t raw = tkc_p_raw_ns(), susp = tkc_p_suspended_ns();
     uint64_t c = tkc_extrapolate(old, prev, raw, susp, allow_ns);
     t = tkc_max_u64(t, tkc_map(old, c));
@@ -145,7 +145,7 @@ static int tkc_no_slot(void) {
  * window in which a reader can pair a newer tick with the older state
  * stays a few nanoseconds. */
 int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
-                              int use_spare, int may_alloc, const tickclock_evidence *ev) {
+                int use_spare, int may_alloc, const tickclock_evidence *ev) {
   tickclock_info *slot;
   tkc_bracket anchor;
   int counter = TKC_COUNTER != 0 && st->source == TKC_COUNTER, tries, checked;
@@ -197,8 +197,8 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
     tkc_link_history(slot);
   TKC_STORE_RELEASE(&tkc_g_state, (const tickclock_info *)slot);
   TKC_STORE_RELEASE(&tkc_g_source, slot->read_path == TICKCLOCK_READ_COUNTER
-                                                     ? (int)TKC_COUNTER
-                                                     : (int)TICKCLOCK_SOURCE_SYSTEM);
+                    ? (int)TKC_COUNTER
+                    : (int)TICKCLOCK_SOURCE_SYSTEM);
   return TICKCLOCK_OK;
 }
 
@@ -220,7 +220,7 @@ static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trus
   }
   tkc_unit_keep(old, st);
   if (counter && st->src_is_unit && old->read_path == TICKCLOCK_READ_COUNTER) {
-    t = tkc_now_bound(old, TKC_TRUST, &lo, &allow);
+    t = tkc_now_bound(old, TKC_OLD_HEALTHY, &lo, &allow);
     tkc_unit_same_counter(old, st, t);
     return;
   }
@@ -239,7 +239,8 @@ static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trus
     t = tkc_now_bound(old, trust, &lo, &allow);
   }
   r1 = tkc_p_raw_ns();
-  tkc_unit_mapped(old, st, t, lo, r0, r1, allow, trust != TKC_TRUST && tkc_reads_counter(old),
+  tkc_unit_mapped(old, st, t, lo, r0, r1, allow,
+                  trust != TKC_OLD_HEALTHY && tkc_reads_counter(old),
                   counter ? TICKCLOCK_READ_COUNTER_MAPPED : os_path);
 }
 
@@ -300,9 +301,9 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
     tkc_reserve_slots();
     return fresh->request_refused ? TICKCLOCK_EUNAVAILABLE : TICKCLOCK_OK;
   }
-  rc = tkc_publish_planned(fresh, old, &ev, asked, 0,
-                           ev.tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV ? TKC_NO_READ : TKC_TRUST, 0,
-                           1);
+  rc = tkc_publish_planned(
+      fresh, old, &ev, asked, 0,
+      ev.tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV ? TKC_OLD_UNREADABLE : TKC_OLD_HEALTHY, 0, 1);
   if (rc != TICKCLOCK_OK) return rc;
   tkc_reserve_slots();
   return fresh->request_refused ? TICKCLOCK_EUNAVAILABLE : TICKCLOCK_OK;

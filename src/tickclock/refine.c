@@ -118,7 +118,7 @@ void tkc_refine_from_anchor(const tickclock_info *s, tkc_bracket b) {
   tkc_cal_start(&tkc_rf.cal_first, b);
   tkc_rf.at_ns = b.ns + (uint64_t)TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000);
   tkc_rf.at = tkc_after(s, tkc_map(s, b.mid), (uint64_t)TICKCLOCK_CAL_QUICK_MS *
-                                                  UINT64_C(1000000));
+                        UINT64_C(1000000));
 }
 
 /* The cross-check of a published frequency (s->freq_pending_check, or a
@@ -140,7 +140,7 @@ void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c, in
   /* leaving the counter: the spare; staying: a ready slot, or none inside
    * the conversions, and then the check waits for a call that may
    * allocate one */
-  if (tkc_publish_planned(fresh, s, ev, 0, 1, TKC_TRUST, 1, may_alloc) != TICKCLOCK_OK)
+  if (tkc_publish_planned(fresh, s, ev, 0, 1, TKC_OLD_HEALTHY, 1, may_alloc) != TICKCLOCK_OK)
     tkc_refine_defer();
 }
 
@@ -200,7 +200,7 @@ void tkc_refine_locked(int may_alloc) {
    * the clock has not got there yet; due again when it has */
   if (c.start_ns + c.ns < tkc_rf.at_ns) {
     tkc_rf.at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks),
-                                 tkc_rf.at_ns - (c.start_ns + c.ns));
+                          tkc_rf.at_ns - (c.start_ns + c.ns));
     return;
   }
   if (s->freq_pending_check) {
@@ -265,7 +265,7 @@ void tkc_refine_locked(int may_alloc) {
     uint64_t at_ns = tkc_rf.at_ns;
     tkc_rf.at_ns = tkc_rf.cal_first.start_ns + 4 * c.ns;
     tkc_rf.on = c.ns < TKC_REFINE_UNTIL_NS;
-    if (tkc_publish(fresh, s, TKC_TRUST, 0, may_alloc, NULL) != TICKCLOCK_OK) {
+    if (tkc_publish(fresh, s, TKC_OLD_HEALTHY, 0, may_alloc, NULL) != TICKCLOCK_OK) {
       /* none here: the same step again once a call that may allocate
        * has reserved one */
       tkc_rf.at_ns = at_ns;

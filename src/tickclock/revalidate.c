@@ -142,7 +142,7 @@ static void tkc_switch_to_os(const tickclock_info *old, const char *why, int tru
     }
   }
   tkc_fmt(fresh->why, sizeof fresh->why, "re-validation switched from %s: %s",
-                 tickclock_source_name(old->source), why);
+          tickclock_source_name(old->source), why);
   fresh->revalidated = 1;
   (void)tkc_publish(fresh, old, trust, 1, 0, NULL); /* the spare: cannot fail */
 }
@@ -163,7 +163,7 @@ static int tkc_disagree(double a, double b, double bound) {
  * far beyond, does not). 1 when they do not agree; the figures in dc, dr
  * (raw, plus the suspended time when it was counted), bound. */
 static int tkc_drifted(const tickclock_info *s, tkc_bracket b, double w,
-                              tkc_bracket ref, double *dc, double *dr, double *bound) {
+                       tkc_bracket ref, double *dc, double *dr, double *bound) {
   double wr = (double)tickclock_conv_ticks_to_ns(&s->src_conv, ref.width);
   double rate = (TICKCLOCK_REVALIDATE_DRIFT_PPM + s->uncertainty_ppm) * 1e-6;
   *dc = (double)tickclock_conv_delta_to_ns(&s->src_conv, (int64_t)(b.mid - ref.mid));
@@ -186,7 +186,7 @@ static int tkc_rdtsc_disabled_locked(const tickclock_info *s) {
   if (tkc_p_prctl_get_tsc() == TICKCLOCK_PRCTL_SIGSEGV) {
     tkc_os_use_syscall(1);
     tkc_switch_to_os(s, "RDTSC was disabled for this thread (prctl PR_SET_TSC = "
-                               "PR_TSC_SIGSEGV)", TKC_NO_READ);
+                        "PR_TSC_SIGSEGV)", TKC_OLD_UNREADABLE);
     return 1;
   }
 #else
@@ -219,8 +219,8 @@ static int tkc_revalidate_locked(int with_io) {
     int known = tkc_p_clocksource(cs, sizeof cs);
     if (known && !tkc_same_clocksource(cs, tkc_bk.cs)) {
       tkc_fmt(why, sizeof why, "the kernel's clocksource changed from '%s' to '%s'",
-                     tkc_bk.cs, cs);
-      tkc_switch_to_os(s, why, TKC_DISTRUST);
+              tkc_bk.cs, cs);
+      tkc_switch_to_os(s, why, TKC_OLD_FAILED);
       return TICKCLOCK_SWITCHED;
     }
   }
@@ -237,15 +237,15 @@ static int tkc_revalidate_locked(int with_io) {
    * publication (a slow drift passes every step) */
   for (step = 1; step >= 0; step--) {
     if (!tkc_drifted(s, b, w, step ? tkc_bk.chk_prev : tkc_bk.chk_anchor, &dc,
-                            &dr, &bound))
+                     &dr, &bound))
       continue;
     tkc_fmt(why, sizeof why,
-                   step ? "counter stepped %.0f ns against CLOCK_MONOTONIC_RAW's %.0f ns since "
-                          "the previous check (bound %.0f ns)"
-                        : "counter time drifted from CLOCK_MONOTONIC_RAW: %.0f ns vs %.0f ns "
-                          "since initialisation (bound %.0f ns)",
-                   dc, dr, bound);
-    tkc_switch_to_os(s, why, TKC_DISTRUST);
+            step ? "counter stepped %.0f ns against CLOCK_MONOTONIC_RAW's %.0f ns since "
+                   "the previous check (bound %.0f ns)"
+                 : "counter time drifted from CLOCK_MONOTONIC_RAW: %.0f ns vs %.0f ns "
+                   "since initialisation (bound %.0f ns)",
+            dc, dr, bound);
+    tkc_switch_to_os(s, why, TKC_OLD_FAILED);
     return TICKCLOCK_SWITCHED;
   }
   /* across a suspend the counter's advance is known only to the kernel's
@@ -314,7 +314,7 @@ static void tkc_os_path_check_locked(const tickclock_info *s) {
   if (tkc_p_prctl_get_tsc() != TICKCLOCK_PRCTL_SIGSEGV) return;
   tkc_os_use_syscall(1); /* every read from now on, whatever is published */
   memcpy(&tkc_next, s, sizeof tkc_next);
-  (void)tkc_publish(&tkc_next, s, TKC_TRUST, 0, 1, NULL); /* its read_path says so */
+  (void)tkc_publish(&tkc_next, s, TKC_OLD_HEALTHY, 0, 1, NULL); /* its read_path says so */
 #else
   (void)s;
 #endif

@@ -56,10 +56,11 @@ TKC_INTERNAL void tkc_reset_world(void);
  * for the next of those calls. */
 #define TKC_READY_SLOTS 6
 
-/* How far the old state's counter is trusted when a state replaces it. */
-#define TKC_TRUST 0    /* healthy (a re-initialisation): read it */
-#define TKC_DISTRUST 1 /* it failed a check: read it and extrapolate */
-#define TKC_NO_READ 2  /* RDTSC is disabled: extrapolate only */
+/* How the old state's counter may be read when a state replaces it (its
+ * health, not a trust verdict: those are decide.h's TKC_TRUST_*). */
+#define TKC_OLD_HEALTHY 0    /* a re-initialisation: read it */
+#define TKC_OLD_FAILED 1     /* it failed a check: read it and extrapolate */
+#define TKC_OLD_UNREADABLE 2 /* RDTSC is disabled: extrapolate only */
 
 /* ---- states and slots (init.c; lock held) ---- */
 /* A slot for a new state: a ready one, else a static one, else (may_alloc)
@@ -84,18 +85,18 @@ TKC_INTERNAL int tkc_reads_counter(const tickclock_info *s);
 TKC_INTERNAL uint64_t tkc_read_counter_ordered(void);
 /* The state published now (NULL before the first). */
 TKC_INTERNAL const tickclock_info *tkc_published(void);
-/* Publishes st as the continuation of old (trust: TKC_TRUST...) in a slot
+/* Publishes st as the continuation of old (trust: TKC_OLD_*) in a slot
  * (use_spare: the one reserved for leaving the counter; may_alloc: 0 inside
  * the conversions). TICKCLOCK_ENOMEM / TICKCLOCK_ELIMIT when there is no
  * slot: nothing changed. */
 TKC_INTERNAL int tkc_publish(const tickclock_info *st, const tickclock_info *old,
-                                           int trust, int use_spare, int may_alloc,
-                                           const tickclock_evidence *ev);
+                             int trust, int use_spare, int may_alloc,
+                             const tickclock_evidence *ev);
 #if defined(TKC_ARCH_COUNTER) /* (no counter: nothing is ever published unchecked) */
 /* (refine.c) The cross-check of a published frequency against the calibration c
  * measured since: decides again with c and publishes the result. */
 TKC_INTERNAL void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c,
-                                   int may_alloc);
+                                  int may_alloc);
 #endif
 /* The first state (initialising once), or NULL when this thread
  * re-entered the lock. */
