@@ -93,9 +93,9 @@ TKC_INTERNAL int tkc_p_prctl_get_tsc(void);
 TKC_INTERNAL void tkc_p_perf_page(tickclock_perf_page *pp);
 /* A tickclock_cpuid_fn (ctx unused): the installed platform's CPUID. */
 TKC_INTERNAL int tkc_p_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf,
-                                           tickclock_cpuid_regs *out);
+                             tickclock_cpuid_regs *out);
 TKC_INTERNAL int tkc_p_find_line(const char *path, const char *prefix, char *buf,
-                                               size_t n);
+                                 size_t n);
 TKC_INTERNAL size_t tkc_p_read_bytes(const char *path, void *buf, size_t n);
 TKC_INTERNAL uint64_t tkc_p_counter(void);
 TKC_INTERNAL uint64_t tkc_p_counter_ordered(void);
@@ -107,7 +107,7 @@ TKC_INTERNAL const char *tkc_p_getenv(const char *name);
 /* ---- the native platform (platform_posix.c, platform_windows.c) ---- */
 TKC_INTERNAL int tkc_native_read_line(const char *path, char *buf, size_t n);
 TKC_INTERNAL int tkc_native_find_line(const char *path, const char *prefix,
-                                                    char *buf, size_t n);
+                                      char *buf, size_t n);
 TKC_INTERNAL size_t tkc_native_read_bytes(const char *path, void *buf, size_t n);
 TKC_INTERNAL int tkc_native_prctl_get_tsc(void);
 TKC_INTERNAL void tkc_native_perf_page(tickclock_perf_page *pp);
@@ -140,9 +140,11 @@ TKC_INTERNAL uint64_t tkc_os_read(void);
 TKC_INTERNAL int tkc_os_fallback(uint64_t *hz);
 TKC_INTERNAL void tkc_sleep_ns(uint64_t ns);
 TKC_INTERNAL uint64_t tkc_os_now_raw(void);  /* CLOCK_MONOTONIC_RAW, ns; 0 if unreadable */
+#if !defined(_WIN32)
 /* One POSIX clock into *ns (checked: 0 when the clock could not be read,
  * *ns untouched); the system call once tkc_os_syscall_on(). */
 TKC_INTERNAL int tkc_os_clock(int id, uint64_t *ns);
+#endif
 TKC_INTERNAL uint64_t tkc_os_suspended_ns(void); /* see tickclock_platform */
 /* CLOCK_MONOTONIC (Windows: QPC) through the system call, whatever the
  * flag says: the re-entry read during the first initialisation. */
