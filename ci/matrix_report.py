@@ -1,6 +1,7 @@
 """The report of ci/matrix: report.md, report.html and report.json from the
-cells a run (or a merge of shards) produced. ci/matrix.py calls it with
-the output folder."""
+cells a run (or a merge of shards) produced. ci/matrix_run.py,
+ci/matrix_shard.py (--merge) and ci/matrix.py (--rerender) call it with the
+output folder."""
 
 import html
 import json

@@ -15,7 +15,7 @@ root=$tmp/root
 rm -rf "$root"
 mkdir -p "$root/ci" "$root/tests" "$tmp/bin"
 cp "$src" "$root/ci/matrix.py"  # ROOT is the script's parent's parent
-cp "$(dirname "$src")"/{matrix_cells,matrix_report,guests}.py "$root/ci/"
+cp "$(dirname "$src")"/*.py "$root/ci/"  # its modules: cell table, runner, shards, report, guest table
 cp "$TEST_SRCDIR/$TEST_WORKSPACE/tests/cpu_models.tsv" "$root/tests/"
 fail=0
 check() { # what, command...

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# ci/summarize and ci/matrix.py's counting (summarize, cell_verdict) on
-# made-up Bazel logs and test logs: FLAKY is a failure, never a pass; a
-# PASSED target whose test.log says TICKCLOCK_SKIPPED is a skip (sharded
-# targets too); SKIPPED is a skip; a build that failed before any test
-# ran is one failure; the summary is the only line on stdout.
-#   summarize_test.sh SUMMARIZE MATRIX_PY
+# ci/summarize and ci/bazel_results.py (the counting both ci/summarize and
+# ci/matrix use; the cell verdict) on made-up Bazel logs and test logs:
+# FLAKY is a failure, never a pass; a PASSED target whose test.log says
+# TICKCLOCK_SKIPPED is a skip (sharded targets too); SKIPPED is a skip; a
+# build that failed before any test ran is one failure; the summary is the
+# only line on stdout; bad arguments get one line and exit 2.
+#   summarize_test.sh SUMMARIZE BAZEL_RESULTS_PY
 set -uo pipefail
 summarize=$1
-matrix=$2
+results=$2
 tmp=${TEST_TMPDIR:-$(mktemp -d)}
 fail=0
 check() { # what, expected, actual
@@ -67,17 +68,29 @@ check "build failure" "0 passed, 1 failed, 0 skipped" "$("$summarize" "$tmp/brok
 check "build failure, rc 3" "0 passed, 0 failed, 0 skipped" "$("$summarize" "$tmp/broken.log" 3 "$logs" 2>/dev/null)"
 check "empty log, rc 0" "0 passed, 0 failed, 0 skipped" "$("$summarize" "$tmp/broken.log" 0 "$logs" 2>/dev/null)"
 
-# ci/matrix.py: the same counting, and the cell verdict
-cp "$matrix" "$tmp/matrix_under_test.py"
-cp "$(dirname "$matrix")"/matrix_{cells,report}.py "$tmp/"  # its cell table and report
+# bad arguments: one line on stderr, exit 2, nothing on stdout
+"$summarize" > "$tmp/out" 2> "$tmp/err"
+check "no argument: exit 2" "2" "$?"
+check "no argument: one line on stderr, none on stdout" "1 0" "$(wc -l < "$tmp/err" | tr -d ' ') $(wc -c < "$tmp/out" | tr -d ' ')"
+"$summarize" "$tmp/bazel.log" x > "$tmp/out" 2> "$tmp/err"
+check "exit code not a number: exit 2" "2" "$?"
+check "exit code not a number: the error" "ci/summarize: BAZEL_EXIT_CODE 'x': expected a number" "$(cat "$tmp/err")"
+
+# the module ci/matrix counts each Bazel cell with: the same counts, the
+# list of skipped targets agrees with them, and the cell verdict
+cp "$(dirname "$results")"/*.py "$tmp/"  # bazel_results.py, and matrix_runner.py with what it imports
 py=$(cd "$tmp" && python3 - "$tmp/bazel.log" "$logs" <<'PY'
 import sys
-import matrix_under_test as m
+import bazel_results as m
 text = open(sys.argv[1]).read()
 print(m.summarize(text, 3, sys.argv[2]))
 print(m.summarize(text, 3))
 print(m.summarize("//t:f   FLAKY, failed in 1 out of 2 in 0.5s\n", 0))
 print(m.summarize("ERROR: x\n", 1))
+res = m.results(text, sys.argv[2])
+skipped = m.skipped_tests(res, "/nonexistent", "x86_64")
+print("%d skipped: %s" % (len(skipped), " ".join(s["target"] for s in skipped)))
+print([s["reason"] for s in skipped if s["target"] == "//tests:sharded_test"][0])
 for rc, t in [(0, {"passed": 3, "failed": 0, "skipped": 1}),
               (0, {"passed": 3, "failed": 1, "skipped": 0}),
               (3, {"passed": 3, "failed": 1, "skipped": 0}),
@@ -91,17 +104,19 @@ expected="3 passed, 4 failed, 4 skipped
 6 passed, 4 failed, 1 skipped
 0 passed, 1 failed, 0 skipped
 0 passed, 1 failed, 0 skipped
+4 skipped: //tests:b_test //tests/sub:c_test //tests:sharded_test //tests:hwy_test
+shard 2 could not run
 PASS|None
 FAIL|1 failed
 FAIL|bazel test exited 3
 FAIL|bazel test exited 1
 FAIL|no test passed"
-check "matrix.py summarize and cell_verdict" "$expected" "$py"
+check "bazel_results: counts, skipped targets and cell_verdict" "$expected" "$py"
 
 # a FAIL cell's first error lines: not a skip the test reported (its reason
 # names ThreadSanitizer), but the sanitizer's report and the failed check
 errs=$(cd "$tmp" && python3 - <<'PY'
-import matrix_under_test as m
+import matrix_runner as m
 text = """TICKCLOCK_SKIPPED: fork racing first use: ThreadSanitizer reports the parent's threads as leaked
 ./tests/support/skip.h:59: MESSAGE: SKIPPED: a raw fork under ThreadSanitizer: its runtime's own state
 WARNING: ThreadSanitizer: thread leak (pid=40)

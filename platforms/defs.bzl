@@ -49,6 +49,15 @@ HOST_ONLY_COMPATIBLE = select({
     "//conditions:default": ["//platforms:incompatible"],
 })
 
+# For cases about x86 facts (CPUID leaves, PR_SET_TSC, the perf page's TSC
+# conversion) on Linux: x86-64 (the host) and i686; SKIPPED on every other
+# ISA, which has none of them, and on --config=windows.
+X86_LINUX_COMPATIBLE = ["@platforms//os:linux"] + select({
+    "//platforms:cpu_x86_64": [],
+    "//platforms:cpu_i686": [],
+    "//conditions:default": ["//platforms:incompatible"],
+})
+
 # Targets that use Linux interfaces (sysfs, sched_getaffinity, prctl, dup2,
 # setenv, CLOCK_MONOTONIC_RAW): SKIPPED on --config=windows.
 LINUX_ONLY = ["@platforms//os:linux"]

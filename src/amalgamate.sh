@@ -9,8 +9,8 @@
 #
 # HEADER is src/tickclock/tickclock.h; each expanded file is labelled with
 # its name relative to the repository (two levels above HEADER), never with
-# the path it was built from. Sources listed in TEST_ONLY are wrapped in
-# #ifdef TICKCLOCK_TEST_API: they are entry points for tests, not users.
+# the path it was built from. Only the core's sources belong here: the
+# tools the probe and the tests use live in src/tools, outside it.
 set -euo pipefail
 
 if [[ $# -lt 5 ]]; then
@@ -22,8 +22,6 @@ header=$2
 cxx_header=$3
 license=$4
 shift 4
-
-TEST_ONLY=(fixture.c)
 
 # The sources in a fixed order, whatever order the caller passed them in
 # (Bazel sorts a filegroup, CMake globs): both builds write the same file.
@@ -73,12 +71,6 @@ version_part() {
 }
 version="$(version_part MAJOR).$(version_part MINOR).$(version_part PATCH)"
 
-is_test_only() {
-  local t
-  for t in "${TEST_ONLY[@]}"; do [[ "$(basename "$1")" == "$t" ]] && return 0; done
-  return 1
-}
-
 tmp="$out.tmp.$$"
 trap 'rm -f "$tmp"' EXIT
 {
@@ -122,16 +114,10 @@ BANNER
 #endif
 PRAGMA
   # The internal declarations first, so no source's position decides
-  # where they land (a test-only source must not be the first to include them).
+  # where they land.
   emit "$(dirname "$header")/internal.h"
   for src in "${srcs[@]}"; do
-    if is_test_only "$src"; then
-      printf '#if defined(TICKCLOCK_TEST_API) /* test-only: %s */\n' "$(basename "$src")"
-      emit "$src"
-      printf '#endif /* TICKCLOCK_TEST_API */\n'
-    else
-      emit "$src"
-    fi
+    emit "$src"
   done
   printf '#if defined(__cplusplus) && (defined(__GNUC__) || defined(__clang__))\n#pragma GCC diagnostic pop\n#endif\n'
   printf '#endif /* TICKCLOCK_IMPLEMENTATION_DONE */\n#endif /* TICKCLOCK_IMPLEMENTATION */\n'

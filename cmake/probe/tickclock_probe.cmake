@@ -1,5 +1,6 @@
 # tickclock-probe without Bazel: the sources of src/probe/BUILD's
-# cc_binary, C++17, linked with the core (tickclock_internal) and -pthread.
+# cc_binary, C++17, linked with the tools library (tickclock_tools, which
+# brings the core) and -pthread.
 # Installed with its man page and bash completion (cmake/probe/).
 enable_language(CXX)
 
@@ -12,9 +13,10 @@ list(FILTER _tickclock_probe_srcs EXCLUDE REGEX "_test\\.cc$")
 add_executable(tickclock-probe ${_tickclock_probe_srcs})
 set_target_properties(tickclock-probe PROPERTIES
   CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF)
-# "src/probe/util.h" from the repository root, "tickclock.h" from the core
+# "src/probe/util.h" from the repository root, "tickclock.h" from the core,
+# "tickclock_tools.h" from src/tools
 target_include_directories(tickclock-probe PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
-target_link_libraries(tickclock-probe PRIVATE tickclock_internal Threads::Threads)
+target_link_libraries(tickclock-probe PRIVATE tickclock_tools Threads::Threads)
 if(TICKCLOCK_STATIC_PROBE)
   target_link_options(tickclock-probe PRIVATE -static)
 endif()

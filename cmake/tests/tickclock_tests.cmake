@@ -40,12 +40,12 @@ else()
 endif()
 
 # tickclock_test(NAME SOURCE CXX_STD [defines...]): a doctest suite linked
-# with the core and doctest's main().
+# with the core, the tools library (fixtures) and doctest's main().
 function(tickclock_test name src std)
   add_executable(${name} "${src}" $<TARGET_OBJECTS:tickclock_doctest_main>)
   target_include_directories(${name} PRIVATE "${TICKCLOCK_DOCTEST_INCLUDE_DIR}"
                                              "${CMAKE_CURRENT_SOURCE_DIR}")
-  target_link_libraries(${name} PRIVATE tickclock_internal Threads::Threads)
+  target_link_libraries(${name} PRIVATE tickclock_tools tickclock_internal Threads::Threads)
   target_compile_options(${name} PRIVATE ${_tickclock_test_warn})
   if(ARGN)
     target_compile_definitions(${name} PRIVATE ${ARGN})

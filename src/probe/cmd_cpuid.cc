@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "internal.h"
+#include "tickclock_tools.h"
 #include "src/probe/commands.h"
 #include "src/probe/cpuid_dump.h"
 #include "src/probe/json.h"
@@ -56,7 +56,7 @@ TableAnswer table_answer(const tickclock_x86_facts &x) {
     a.applies = true;
     a.num = (uint64_t)a.entry->hz * x.leaf15_num;
     a.den = x.leaf15_den;
-    tkc_reduce(&a.num, &a.den);
+    tkt_reduce(&a.num, &a.den);
   }
   return a;
 }
@@ -73,7 +73,7 @@ std::string crystal_table_json(const tickclock_x86_facts &x, const tickclock_fre
                   (a.fits_base < 0 ? std::string("null") : json_b(a.fits_base)) +
                   ", \"ppm_vs_linux\": ";
   if (a.applies && linux_rule)
-    o += json_num(tkc_ppm(a.num, a.den, linux_rule->hz_num, linux_rule->hz_den));
+    o += json_num(tkt_ppm(a.num, a.den, linux_rule->hz_num, linux_rule->hz_den));
   else
     o += "null";
   o += ", \"parts\": " + (a.entry ? json_str(a.entry->parts) : std::string("null")) +
@@ -218,7 +218,7 @@ void print_fixture_decision(const tickclock_fixture &fx) {
   std::printf("Decision (clocksource '%s', available '%s'):\n",
               ev.clocksource_known ? esc(ev.clocksource).c_str() : "not stated",
               ev.available_known ? esc(ev.available_clocksource).c_str() : "not stated");
-  if (tickclock_decide(&ev, info.get()) != 0) {
+  if (tkt_decide(&ev, info.get()) != 0) {
     std::printf("  the TSC would be used, after a calibration (add '# calibration_hz: HZ' to "
                 "see the frequency choice)\n");
     return;

@@ -24,7 +24,7 @@ int cmd_report(int argc, char **argv) {
   });
   const tickclock_info *i = tickclock_info_get();
   tickclock_evidence ev;
-  tkc_gather(nullptr, &ev);
+  tkt_gather(&ev);
   const char *method = i->freq_detail ? i->freq_detail : i->freq_method_name;
 #if defined(__x86_64__) || defined(__i386__)
   const bool x86 = true;

@@ -284,8 +284,7 @@ int cmd_timing(int argc, char **argv) {
   const double per_source = seconds / (double)(n_usable ? n_usable : 1);
   std::vector<Result> results;
   std::vector<const Reader *> skipped;
-  // not measured, or cut short: (source, reason)
-  std::vector<std::pair<std::string, std::string>> unfinished;
+  Unfinished unfinished;  // sources not measured, or cut short
   progress_enable(json);
   size_t n_done = 0;
   for (const Reader *r : chosen) {
@@ -294,21 +293,17 @@ int cmd_timing(int argc, char **argv) {
       continue;
     }
     if (interrupted()) {
-      unfinished.push_back({r->name, "not started: interrupted"});
+      unfinished.not_started(r->name);
       continue;
     }
     progress("timing [%zu/%zu] %s (%.2f s)", ++n_done, n_usable, r->name.c_str(), per_source);
     results.emplace_back();
     measure(*r, per_source, &results.back());
-    if (interrupted()) unfinished.push_back({r->name, "cut short: interrupted"});
+    if (interrupted()) unfinished.cut_short(r->name);
     progress_clear();
     if (!json) print_text(results.back());
   }
   progress_clear();
-  std::string unfinished_list;
-  for (const auto &u : unfinished)
-    unfinished_list += (unfinished_list.empty() ? "" : ", ") + u.first +
-                       (u.second.compare(0, 3, "cut") == 0 ? " (cut short)" : "");
   uint64_t backward = 0;
   double measured_s = 0;
   for (const Result &r : results) {
@@ -321,10 +316,8 @@ int cmd_timing(int argc, char **argv) {
                     ",\"seconds_per_source\":" + json_num(per_source) +
                     ",\"measured_seconds\":" + json_num(measured_s);
     o += ",\"interrupted\":" + json_b(incomplete);
-    o += ",\"complete\":" + json_b(!incomplete) + ",\"unfinished\":[";
-    for (size_t i = 0; i < unfinished.size(); i++)
-      o += (i ? "," : "") + json_unfinished(unfinished[i].first, unfinished[i].second);
-    o += "],\"backward_steps\":" + json_u(backward) + ",\"sources\":[";
+    o += ",\"complete\":" + json_b(!incomplete) + ",\"unfinished\":" + unfinished.json();
+    o += ",\"backward_steps\":" + json_u(backward) + ",\"sources\":[";
     for (size_t i = 0; i < results.size(); i++) o += (i ? "," : "") + to_json(results[i]);
     for (size_t i = 0; i < skipped.size(); i++)
       o += std::string(results.empty() && i == 0 ? "" : ",") + "{\"name\":" +
@@ -336,20 +329,14 @@ int cmd_timing(int argc, char **argv) {
       std::printf("\n%s  (--source %s): SKIPPED: %s\n", r->what.c_str(), r->name.c_str(),
                   r->why_not.c_str());
     print_summary(results, skipped);
-    if (incomplete)
-      std::printf("\nINCOMPLETE: interrupted by %s; not finished: %s\n", interrupt_name(),
-                  unfinished_list.c_str());
+    if (incomplete) std::printf("\n%s\n", unfinished.line().c_str());
   }
   if (svg_file && (!write_svg(svg_file, results))) {
     std::fprintf(stderr, "tickclock-probe timing: --svg %s: cannot write the chart\n",
                  esc(svg).c_str());
     return 3;
   }
-  if (incomplete) {
-    std::fprintf(stderr, "tickclock-probe timing: INCOMPLETE: interrupted by %s; not finished: %s\n",
-                 interrupt_name(), unfinished_list.c_str());
-    return interrupted_exit();
-  }
+  if (incomplete) return unfinished.finish("timing");
   return backward ? 1 : 0;
 }
 

@@ -79,15 +79,15 @@ int cmd_validate(int argc, char **argv) {
   const bool counter = info->source != TICKCLOCK_SOURCE_SYSTEM && info->source != TICKCLOCK_SOURCE_QPC;
   r.info = info;
   r.counter = counter;
-  tkc_gather(nullptr, &r.ev);
+  tkt_gather(&r.ev);
   std::vector<Item> items;
   // checks not run or cut short by a signal: (check, reason)
-  std::vector<std::pair<std::string, std::string>> unfinished;
+  Unfinished unfinished;
   for (size_t k = 0; k < kNumChecks; k++) {
     const Check &c = kChecks[k];
     if (interrupted()) {  // a check the signal kept from starting is listed, not run
       items.push_back(Item{c.name, "INCOMPLETE", "not run: interrupted before it started", "", ""});
-      unfinished.push_back({c.name, "not started: interrupted"});
+      unfinished.not_started(c.name);
       continue;
     }
     progress_prefix(fmt("validate [%zu/%zu] %s: ", k + 1, kNumChecks, c.name));
@@ -96,15 +96,13 @@ int cmd_validate(int argc, char **argv) {
     if (!c.run(r, it)) {  // a timed check the signal ended early: its figures are partial
       it.status = "INCOMPLETE";
       it.detail += " (cut short by the interruption)";
-      unfinished.push_back({it.name, "cut short: interrupted"});
+      unfinished.cut_short(it.name);
     }
     items.push_back(it);
   }
   progress_clear();
 
   const bool incomplete = interrupted();
-  std::string unfinished_list;
-  for (const auto &u : unfinished) unfinished_list += (unfinished_list.empty() ? "" : ", ") + u.first;
   // FAIL: any check failed. INCONCLUSIVE: none failed, but an essential one
   // could not run. PASS: every check that applies ran and passed.
   std::vector<size_t> failed, not_run;
@@ -129,8 +127,7 @@ int cmd_validate(int argc, char **argv) {
   }
   std::string verdict =
       incomplete
-          ? fmt("INCOMPLETE: interrupted by %s; not finished: %s%s", interrupt_name(),
-                unfinished_list.c_str(), pass ? "" : " (and a check FAILED before that)")
+          ? unfinished.line() + (pass ? "" : " (and a check FAILED before that)")
       : !failed.empty()
           ? "FAIL: " + who + " failed: " + names + ". Next: " + next +
                 (not_run.empty() ? "" : ". Also NOT run: " + nr_names + " (" + nr_next + ")")
@@ -194,10 +191,8 @@ int cmd_validate(int argc, char **argv) {
     std::string o = json_envelope("validate") + ",\"source\":" + json_str(info->source_name) +
                     ",\"forced\":" + json_b(info->forced) + ",\"seconds\":" + json_num(seconds) +
                     ",\"cpus\":" + json_u(allowed_cpus().size()) +
-                    ",\"interrupted\":" + json_b(incomplete) + ",\"unfinished\":[";
-    for (size_t k = 0; k < unfinished.size(); k++)
-      o += (k ? "," : "") + json_unfinished(unfinished[k].first, unfinished[k].second);
-    o += "],\"checks\":[";
+                    ",\"interrupted\":" + json_b(incomplete) + ",\"unfinished\":" + unfinished.json();
+    o += ",\"checks\":[";
     for (size_t k = 0; k < items.size(); k++)
       o += (k ? "," : "") + std::string("{\"name\":") + json_str(items[k].name) +
            ",\"status\":" + json_str(items[k].status) + ",\"essential\":" +
@@ -223,10 +218,7 @@ int cmd_validate(int argc, char **argv) {
       std::printf("fixture not written: the run did not finish (%s left as it was)\n",
                   esc(fixture_out).c_str());
   }
-  if (incomplete) {
-    std::fprintf(stderr, "tickclock-probe validate: %s\n", verdict.c_str());
-    return interrupted_exit();
-  }
+  if (incomplete) return unfinished.finish("validate", verdict);
   return !failed.empty() ? kExitFail : !not_run.empty() ? kExitInconclusive : kExitOk;
 }
 

@@ -40,7 +40,7 @@ int cmd_warp(int argc, char **argv) {
   uint64_t back = 0;
   for (const WarpPair &p : w) back += p.backward;
   // pairs a Ctrl-C cut short or kept from starting, in warp_test's order
-  std::vector<std::pair<std::string, std::string>> unfinished;  // (check, reason)
+  Unfinished unfinished;
   std::vector<int> cpus = allowed_cpus();
   std::vector<std::pair<int, int>> pairs;
   for (size_t i = 0; i < cpus.size(); i++)
@@ -48,14 +48,11 @@ int cmd_warp(int argc, char **argv) {
   const bool incomplete = interrupted();
   if (incomplete) {
     for (const WarpPair &p : w)
-      if (!p.completed) unfinished.push_back({fmt("cpus %d-%d", p.cpu_a, p.cpu_b), "cut short"});
+      if (!p.completed) unfinished.cut_short(fmt("cpus %d-%d", p.cpu_a, p.cpu_b));
     for (size_t k = w.size(); k < pairs.size(); k++)
-      unfinished.push_back({fmt("cpus %d-%d", pairs[k].first, pairs[k].second), "not started"});
-    if (unfinished.empty()) unfinished.push_back({"summary", "interrupted after the last pair"});
+      unfinished.not_started(fmt("cpus %d-%d", pairs[k].first, pairs[k].second));
+    if (unfinished.empty()) unfinished.add("summary", "interrupted after the last pair");
   }
-  std::string unfinished_list;
-  for (const auto &u : unfinished)
-    unfinished_list += (unfinished_list.empty() ? "" : ", ") + u.first + " (" + u.second + ")";
   // one CPU allowed while others are online: per-CPU offsets not checked
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   const bool inconclusive = !incomplete && w.empty() && online > 1;
@@ -78,10 +75,8 @@ int cmd_warp(int argc, char **argv) {
            json_num((double)w[k].max_warp_ticks * ns_tick) + ",\"completed\":" +
            json_b(w[k].completed) + "}";
     o += "],\"backward\":" + json_u(back) + ",\"complete\":" + json_b(!incomplete) +
-         ",\"unfinished\":[";
-    for (size_t k = 0; k < unfinished.size(); k++)
-      o += (k ? "," : "") + json_unfinished(unfinished[k].first, unfinished[k].second);
-    o += "],\"verdict\":" + json_str(verdict) + ",\"summary\":" +
+         ",\"unfinished\":" + unfinished.json();
+    o += ",\"verdict\":" + json_str(verdict) + ",\"summary\":" +
          json_str(inconclusive ? "INCONCLUSIVE: " + advice : std::string(verdict)) + "}";
     std::printf("%s\n", o.c_str());
   } else {
@@ -93,8 +88,7 @@ int cmd_warp(int argc, char **argv) {
                   p.pinned ? "" : "  (not pinned)");
     if (w.empty() && !incomplete) std::printf("  one CPU: nothing to compare\n");
     if (incomplete)
-      std::printf("INCOMPLETE: interrupted by %s; not finished: %s%s\n", interrupt_name(),
-                  unfinished_list.c_str(), back ? " (WARP seen before that)" : "");
+      std::printf("%s%s\n", unfinished.line().c_str(), back ? " (WARP seen before that)" : "");
     else if (back)
       std::printf("WARP: readings went backwards across CPUs\n");
     else if (inconclusive)
@@ -102,11 +96,7 @@ int cmd_warp(int argc, char **argv) {
     else
       std::printf("no warp observed\n");
   }
-  if (incomplete) {
-    std::fprintf(stderr, "tickclock-probe warp: INCOMPLETE: interrupted by %s; not finished: %s\n",
-                 interrupt_name(), unfinished_list.c_str());
-    return interrupted_exit();
-  }
+  if (incomplete) return unfinished.finish("warp");
   return back ? kExitFail : inconclusive ? kExitInconclusive : kExitOk;
 }
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "internal.h"
+#include "tickclock_tools.h"
 #include "src/probe/commands.h"
 #include "src/probe/cpuid_dump.h"
 #include "src/probe/util.h"
@@ -25,7 +25,7 @@ std::string hex8(uint32_t v) {
 // The first line of a /sys file, as the core's evidence gathering reads it.
 std::string read_line(const char *path) {
   char buf[256];
-  return tkc_p_read_line(path, buf, sizeof buf) ? std::string(buf) : std::string();
+  return tkt_read_line(path, buf, sizeof buf) ? std::string(buf) : std::string();
 }
 
 }  // namespace
@@ -118,8 +118,8 @@ void print_dump(const std::vector<Leaf> &leaves, bool native, FILE *out) {
     std::fprintf(out, "# source: tickclock-probe cpuid --dump\n");
     std::fprintf(out, "# date: %s\n", date);
     if (uname(&u) == 0) std::fprintf(out, "# kernel: %s %s %s\n", u.sysname, u.release, u.machine);
-    std::string cs = read_line(TKC_SYSFS_CURRENT_CLOCKSOURCE);
-    std::string av = read_line(TKC_SYSFS_AVAILABLE_CLOCKSOURCE);
+    std::string cs = read_line(TKT_SYSFS_CURRENT_CLOCKSOURCE);
+    std::string av = read_line(TKT_SYSFS_AVAILABLE_CLOCKSOURCE);
     if (!cs.empty()) std::fprintf(out, "# clocksource: %s\n", cs.c_str());
     if (!av.empty()) std::fprintf(out, "# available_clocksource: %s\n", av.c_str());
   }

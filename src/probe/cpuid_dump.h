@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "internal.h"
+#include "tickclock_tools.h"
 
 namespace tickclock_probe {
 

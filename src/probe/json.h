@@ -1,29 +1,20 @@
-// Minimal JSON text helpers for the probe (no dependency beyond libc++).
+// Minimal JSON text helpers for the probe (no dependency beyond libc++ and
+// the tools library's escaper).
 #ifndef TICKCLOCK_PROBE_JSON_H
 #define TICKCLOCK_PROBE_JSON_H
 
-#include <cstdio>
 #include <string>
+
+#include "json_text.h"
 
 namespace tickclock_probe {
 
+// s as a JSON string, quotes included (src/tools/json_text.h escapes).
 inline std::string json_str(const std::string &s) {
   std::string o = "\"";
   for (unsigned char c : s) {
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      default:
-        if (c < 0x20 || c >= 0x7f) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          o += b;
-        } else {
-          o += static_cast<char>(c);
-        }
-    }
+    char e[6];
+    o.append(e, tkt_json_char(c, e));
   }
   return o + "\"";
 }

@@ -16,9 +16,6 @@
 
 #include "src/probe/json.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include "arch/x86.h"
-#endif
 #include "tickclock.h"
 
 namespace tickclock_probe {
@@ -113,7 +110,7 @@ FILE *open_output(const std::string &opt, const std::string &path) {
 
 std::string esc(const std::string &s) {
   std::vector<char> buf(s.size() * 4 + 1);
-  tkc_escape(buf.data(), buf.size(), s.c_str());
+  tkt_escape(buf.data(), buf.size(), s.c_str());
   return buf.data();
 }
 
@@ -143,8 +140,26 @@ const char *interrupt_name() {
   return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
 }
 
-uint64_t mono_raw_ns() { return tkc_os_now_raw(); }
-uint64_t mono_ns() { return tkc_os_now(); }
+std::string Unfinished::json() const {
+  std::string o = "[";
+  for (size_t i = 0; i < items_.size(); i++)
+    o += (i ? "," : "") + json_unfinished(items_[i].first, items_[i].second);
+  return o + "]";
+}
+
+std::string Unfinished::line() const {
+  std::string list;
+  for (const auto &u : items_) list += (list.empty() ? "" : ", ") + u.first + " (" + u.second + ")";
+  return fmt("INCOMPLETE: interrupted by %s; not finished: %s", interrupt_name(), list.c_str());
+}
+
+int Unfinished::finish(const char *command, const std::string &text) const {
+  std::fprintf(stderr, "tickclock-probe %s: %s\n", command, (text.empty() ? line() : text).c_str());
+  return interrupted_exit();
+}
+
+uint64_t mono_raw_ns() { return tkt_os_now_raw(); }
+uint64_t mono_ns() { return tkt_os_now(); }
 uint64_t read_now() { return tickclock_now(); }
 uint64_t read_now_ordered() { return tickclock_now_ordered(); }
 
@@ -172,16 +187,10 @@ uint64_t read_mono_raw() { return read_cg(CLOCK_MONOTONIC_RAW); }
 uint64_t read_mono_coarse() { return read_cg(CLOCK_MONOTONIC_COARSE); }
 #endif
 #if defined(__x86_64__) || defined(__i386__)
-uint64_t read_rdtsc() { return tkc_x86_rdtsc(); }
-uint64_t read_lfence_rdtsc() { return tkc_x86_rdtsc_ordered(); }
 uint64_t read_rdtscp() {
   uint32_t aux;
-  return tkc_x86_rdtscp(&aux);
+  return tkt_x86_rdtscp(&aux);
 }
-#endif
-#if defined(TKC_ARCH_COUNTER)
-uint64_t read_arch() { return tkc_arch_read(); }
-uint64_t read_arch_ordered() { return tkc_arch_read_ordered(); }
 #endif
 
 }  // namespace
@@ -190,22 +199,22 @@ std::vector<Reader> all_readers() {
   std::vector<Reader> v;
   const tickclock_info *info = tickclock_info_get();
   tickclock_evidence ev;
-  tkc_gather(nullptr, &ev);
+  tkt_gather(&ev);
   char why[TICKCLOCK_REASON_LEN] = "";
-  bool counter_ok = ev.arch_counter && tkc_counter_executable(&ev, why, sizeof why);
+  bool counter_ok = ev.arch_counter && tkt_counter_executable(&ev, why, sizeof why);
 
   tickclock_conv counter_conv;
   bool have_conv = false;
   std::string conv_why;
-#if defined(TKC_ARCH_COUNTER)
+#if defined(TKT_COUNTER)
   if (counter_ok) {
     if (info->source == ev.arch_counter) {
       counter_conv = info->conv;
       have_conv = true;
     } else {
-      tickclock_calibration cal;
-      if (tkc_calibrate(read_arch_ordered, 20, &cal) &&
-          tickclock_conv_init(&counter_conv, cal.hz_num, cal.hz_den) == TICKCLOCK_OK)
+      uint64_t num, den;
+      if (tkt_calibrate(tkt_counter_read_ordered, 20, &num, &den) &&
+          tickclock_conv_init(&counter_conv, num, den) == TICKCLOCK_OK)
         have_conv = true;
       else
         conv_why = "calibration failed";
@@ -244,16 +253,16 @@ std::vector<Reader> all_readers() {
     v.push_back(r);
   }
 #if defined(__x86_64__) || defined(__i386__)
-  add("rdtsc", "RDTSC", read_rdtsc, false, counter_ok, why);
-  add("lfence_rdtsc", "LFENCE; RDTSC", read_lfence_rdtsc, false, counter_ok, why);
+  add("rdtsc", "RDTSC", tkt_counter_read, false, counter_ok, why);
+  add("lfence_rdtsc", "LFENCE; RDTSC", tkt_counter_read_ordered, false, counter_ok, why);
   bool rdtscp = counter_ok && ev.x86.rdtscp;
   add("rdtscp", "RDTSCP", read_rdtscp, false, rdtscp,
       counter_ok ? "CPUID.80000001H:EDX[27] (RDTSCP) is clear: it would raise #UD" : why);
-#elif defined(TKC_ARCH_COUNTER)
-  add(tickclock_source_name(TKC_ARCH_COUNTER), "the architectural counter", read_arch,
+#elif defined(TKT_COUNTER)
+  add(tickclock_source_name(TKT_COUNTER), "the architectural counter", tkt_counter_read,
       false, counter_ok, why);
-  add((std::string(tickclock_source_name(TKC_ARCH_COUNTER)) + "_ordered").c_str(),
-      "the architectural counter, ordered", read_arch_ordered, false, counter_ok, why);
+  add((std::string(tickclock_source_name(TKT_COUNTER)) + "_ordered").c_str(),
+      "the architectural counter, ordered", tkt_counter_read_ordered, false, counter_ok, why);
 #endif
   add("clock_gettime", "clock_gettime(CLOCK_MONOTONIC)", read_mono, true, true, "");
 #if defined(CLOCK_MONOTONIC_RAW)
@@ -349,7 +358,7 @@ namespace {
 
 std::string first_line(const char *path) {
   char buf[256];
-  return tkc_p_read_line(path, buf, sizeof buf) ? std::string(buf) : std::string();
+  return tkt_read_line(path, buf, sizeof buf) ? std::string(buf) : std::string();
 }
 
 
@@ -374,7 +383,7 @@ std::string json_envelope(const char *command) {
          ",\"host\":{\"kernel_release\":" + json_or_null(kernel) +
          ",\"cpu_model\":" + json_or_null(cpu_model()) +
          ",\"hypervisor\":" + json_or_null(hypervisor_signature()) +
-         ",\"clocksource\":" + json_or_null(first_line(TKC_SYSFS_CURRENT_CLOCKSOURCE)) + "}";
+         ",\"clocksource\":" + json_or_null(first_line(TKT_SYSFS_CURRENT_CLOCKSOURCE)) + "}";
 }
 
 std::string json_unfinished(const std::string &check, const std::string &reason) {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "internal.h"
+#include "tickclock_tools.h"
 
 namespace tickclock_probe {
 
@@ -95,6 +95,28 @@ bool interrupted();
 int interrupt_signal();      // the signal that interrupted, 0 if none
 int interrupted_exit();      // 128 + interrupt_signal()
 const char *interrupt_name();  // "SIGINT", "SIGTERM"
+
+// What a measuring command (timing, validate, warp) had not finished when
+// a signal stopped it -- a check, a source or a CPU pair, each "cut short"
+// or "not started" -- and the one ending they share: the JSON list, the
+// INCOMPLETE line and the exit status.
+class Unfinished {
+ public:
+  void cut_short(const std::string &what) { items_.push_back({what, "cut short"}); }
+  void not_started(const std::string &what) { items_.push_back({what, "not started"}); }
+  void add(const std::string &what, const std::string &reason) { items_.push_back({what, reason}); }
+  bool empty() const { return items_.empty(); }
+  // [{"check":WHAT,"reason":REASON},...] (json_unfinished each)
+  std::string json() const;
+  // "INCOMPLETE: interrupted by SIGINT; not finished: a (cut short), b (not started)"
+  std::string line() const;
+  // Says `tickclock-probe COMMAND: TEXT` on stderr (TEXT: line() when
+  // empty) and returns the exit status, 128 + the signal.
+  int finish(const char *command, const std::string &text = std::string()) const;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> items_;  // (what, reason)
+};
 
 // ---- time ------------------------------------------------------------------
 uint64_t mono_raw_ns();

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "internal.h"
+#include "tickclock_tools.h"
 
 namespace tickclock_probe {
 

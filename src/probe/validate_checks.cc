@@ -21,10 +21,7 @@ namespace {
 
 // (counter, raw, counter) with the tightest bracket, as calibration takes it.
 void bracket(uint64_t *counter_mid, uint64_t *raw, uint64_t *width) {
-  tkc_bracket b = tkc_tightest_bracket(read_now_ordered);
-  *counter_mid = b.mid;
-  *raw = b.ns;
-  *width = b.width;
+  tkt_tightest_bracket(read_now_ordered, counter_mid, raw, width);
 }
 
 // Does the kernel's clock (and so the vDSO's clock_gettime) read the TSC
@@ -203,8 +200,8 @@ bool check_warp(Run &r, Item &it) {
 }
 
 bool check_read_cost(Run &r, Item &it) {
-  double mine = tkc_measure_read_ns(read_now);
-  double os = tkc_measure_read_ns(tkc_os_read);
+  double mine = tkt_measure_read_ns(read_now);
+  double os = tkt_measure_read_ns(tkt_os_read);
   it.json_extra = ",\"read_ns\":" + json_num(mine) + ",\"os_read_ns\":" + json_num(os) +
                   ",\"vdso_reads_tsc\":" + json_b(vdso_reads_tsc(r.ev));
   if (r.counter) {

@@ -6,7 +6,6 @@
 #if defined(__linux__) && (defined(__x86_64__) || defined(__i386__))
 #include <sys/prctl.h>
 #define TICKCLOCK_PROBE_PR_SET_TSC 1
-#include "arch/x86.h"
 #endif
 
 #include <cerrno>
@@ -104,7 +103,7 @@ int child_after_init() {
 // (and the hypervisor under it) turns RDTSC into SIGSEGV after PR_SET_TSC.
 int child_bare_rdtsc() {
   if (!disable_tsc()) return kCannotInject;
-  volatile uint64_t t = tkc_x86_rdtsc();
+  volatile uint64_t t = tkt_counter_read();  // RDTSC itself
   (void)t;
   return 0;
 }
@@ -189,7 +188,7 @@ int count_packages() {
     char path[96], buf[32];
     std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id",
                   cpu);
-    if (!tkc_p_read_line(path, buf, sizeof buf)) return 0;
+    if (!tkt_read_line(path, buf, sizeof buf)) return 0;
     int id = std::atoi(buf);
     bool known = false;
     for (int s : seen) known = known || s == id;

@@ -307,33 +307,6 @@ static int tkc_x86_claim(tickclock_freq *out, int source, int ok) {
   return ok;
 }
 
-/* Linux's present rule, in its own integer kHz arithmetic: the crystal
- * from ECX (truncated to kHz); Denverton 25 MHz; else the crystal derived
- * from leaf 0x16 as base MHz x 1000 x den / num (truncated), and the TSC
- * as crystal kHz x num / den (truncated). */
-int tickclock_x86_freq_leaf15_linux(const tickclock_x86_facts *f, tickclock_freq *out) {
-  uint32_t crystal_khz;
-  const char *name = "cpuid_15h_crystal";
-  double unc = 0;
-  memset(out, 0, sizeof *out);
-  if (!tkc_x86_is_intel(f) || !f->leaf15_valid) return 0;
-  if (f->leaf15_den == 0 || f->leaf15_num == 0) return 0;
-  crystal_khz = f->leaf15_crystal_hz / 1000u;
-  if (crystal_khz == 0 && f->family == 6 && f->model == 0x5F) {
-    crystal_khz = 25000u;
-    name = "cpuid_15h_known_crystal";
-  }
-  if (crystal_khz == 0 && f->leaf16_valid) {
-    /* 32-bit like the kernel's: base MHz < 2^16, den small in practice */
-    crystal_khz = (uint32_t)((uint64_t)f->base_mhz * 1000u * f->leaf15_den / f->leaf15_num);
-    name = "cpuid_15h_from_16h";
-    unc = f->base_mhz ? 0.5 / (double)f->base_mhz * 1e6 : 0;
-  }
-  if (crystal_khz == 0) return 0;
-  return tkc_x86_set(out, (uint64_t)crystal_khz * f->leaf15_num / f->leaf15_den * 1000u,
-                            1, TICKCLOCK_FREQ_CPUID_15H, name, unc);
-}
-
 int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out) {
   const tickclock_x86_crystal *crystal;
   memset(out, 0, sizeof *out);
@@ -425,10 +398,4 @@ void tickclock_x86_claims(tickclock_x86_facts *f) {
                      TICKCLOCK_FREQ_HYPERVISOR);
   tkc_x86_rule_claim(&c[2], tickclock_x86_freq_leaf16(f, &c[2]), "cpuid_16h",
                      TICKCLOCK_FREQ_CPUID_16H);
-}
-
-int tickclock_x86_freq_cpuid(const tickclock_x86_facts *f, tickclock_freq *out) {
-  if (f->hypervisor && tickclock_x86_freq_hypervisor(f, out)) return 1;
-  if (tickclock_x86_freq_leaf15(f, out)) return 1;
-  return tickclock_x86_freq_leaf16(f, out);
 }

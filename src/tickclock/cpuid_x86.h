@@ -112,11 +112,6 @@ typedef struct tickclock_x86_crystal {
  * from_table set); else crystal = 0x16 base x
  * den / num, i.e. the base frequency exactly ("cpuid_15h_from_16h"). */
 TKC_INTERNAL int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out);
-/* Linux's present rule, in its integer kHz arithmetic: ECX; Denverton
- * 25 MHz; else the crystal derived from leaf 0x16 (what the kernel's
- * "Detected ... MHz" comes from before its refined calibration). Same
- * names as above; reported next to ours by `tickclock-probe cpuid`. */
-TKC_INTERNAL int tickclock_x86_freq_leaf15_linux(const tickclock_x86_facts *f, tickclock_freq *out);
 /* The crystal table (n entries) and its entry for f's model, or NULL. */
 TKC_INTERNAL const tickclock_x86_crystal *tickclock_x86_crystal_table(unsigned *n);
 TKC_INTERNAL const tickclock_x86_crystal *tickclock_x86_crystal_lookup(const tickclock_x86_facts *f);
@@ -137,10 +132,6 @@ TKC_INTERNAL int tickclock_x86_freq_leaf16(const tickclock_x86_facts *f, tickclo
 /* Hypervisor timing leaves: VMware/KVM base+0x10 EAX ("hypervisor_40000010"),
  * Xen base+3 subleaf 0 ECX ("xen_leaf3"). */
 TKC_INTERNAL int tickclock_x86_freq_hypervisor(const tickclock_x86_facts *f, tickclock_freq *out);
-/* The CPUID-only answer (what `tickclock-probe cpuid` reports as tsc_hz):
- * under a hypervisor its timing leaf first; then 0x15, then 0x16. */
-TKC_INTERNAL int tickclock_x86_freq_cpuid(const tickclock_x86_facts *f, tickclock_freq *out);
-
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -265,9 +265,15 @@ static tickclock_info tkc_fresh; /* under the lock; too big for small stacks */
 static int tkc_same_decision(const tickclock_info *fresh, const tickclock_info *old) {
   double off, bound;
   if (fresh->source != old->source || fresh->forced != old->forced ||
-      fresh->freq_method != old->freq_method || fresh->freq_pending_check ||
+      fresh->freq_method != old->freq_method ||
       (old->read_path == TICKCLOCK_READ_OS_SYSCALL) != (tkc_os_syscall_on() != 0))
     return 0;
+  /* A published rate not yet cross-checked (every fresh decision that uses
+   * one) is the current state's when it states the very same rate: that
+   * state was cross-checked already, or its own cross-check is still
+   * planned. */
+  if (fresh->freq_pending_check)
+    return fresh->hz_num == old->hz_num && fresh->hz_den == old->hz_den;
   if (fresh->hz_den == 0 || old->hz_den == 0) return fresh->hz_num == old->hz_num;
   off = tkc_ppm(fresh->hz_num, fresh->hz_den, old->hz_num, old->hz_den);
   bound = fresh->uncertainty_ppm + old->uncertainty_ppm + TICKCLOCK_AGREE_PPM;

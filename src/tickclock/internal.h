@@ -1,4 +1,4 @@
-/* tickclock — every internal header, for the tests and the probe.
+/* tickclock — every internal header, for the tests and the tools library.
  *
  * The implementation files include only the topic headers they use; the
  * headers include each other in one direction (no cycle):
@@ -10,7 +10,6 @@
  *   evidence.h    <- platform.h, calibrate.h   what the decider reads
  *                                  (with its frequency claims, claims.c)
  *   decide.h      <- evidence.h    the pure decider, trust, frequency pick
- *   fixture.h     <- evidence.h    recorded CPUID evidence (tests, tools)
  *   unit.h        <- calibrate.h   the tick unit: continuity arithmetic
  *   state.h       <- evidence.h, unit.h   published states, re-validation bounds
  *
@@ -18,8 +17,10 @@
  * tickclock.hpp). Everything internal carries the prefix `tkc_` / `TKC_`
  * (no `__`: such names are reserved in C++) or is declared only in these
  * headers
- * (`tickclock_x86_*`, `tickclock_fixture_*`, `tickclock_decide`: internal
- * entry points the tests and the probe call); none is part of the API.
+ * (`tickclock_x86_*`, `tickclock_decide`: internal entry points the
+ * tests and the tools library call); none is part of the API. What the
+ * probe and the tests need beyond them (fixtures, the rules only the tools
+ * report) is in the tools library, src/tools, outside the core.
  */
 #ifndef TICKCLOCK_INTERNAL_H
 #define TICKCLOCK_INTERNAL_H
@@ -31,7 +32,6 @@
 #include "calibrate.h"
 #include "evidence.h"
 #include "decide.h"
-#include "fixture.h"
 #include "unit.h"
 #include "state.h"
 

@@ -130,4 +130,10 @@ const char *tkc_p_getenv(const char *name) {
 #if defined(TICKCLOCK_TEST_FAKE_COUNTER)
 uint64_t tkc_platform_read(void) { return tkc_p_counter(); }
 uint64_t tkc_platform_read_ordered(void) { return tkc_p_counter_ordered(); }
+#if defined(TKC_NOMINAL_FREQ_REGISTER)
+uint64_t tkc_platform_freq_register(void) {
+  if (TKC_P(freq_register)) return tkc_plat->freq_register(tkc_plat->ctx);
+  return TKC_NOMINAL_FREQ_REGISTER();
+}
+#endif
 #endif

@@ -81,6 +81,9 @@ typedef struct tickclock_platform {
    * suspend: a calibration or check sample whose two ends see different
    * values spans one. */
   uint64_t (*suspended_ns)(void *ctx);
+  /* Test-only build (-DTICKCLOCK_TEST_FAKE_COUNTER): the frequency register
+   * the ISA's header reads (CNTFRQ_EL0), so a fake counter states its rate. */
+  uint64_t (*freq_register)(void *ctx);
 } tickclock_platform;
 
 /* Installs p (NULL: the native platform) and clears the system-call flag

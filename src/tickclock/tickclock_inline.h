@@ -66,6 +66,13 @@ extern "C" {
 #endif
 uint64_t tkc_platform_read(void);
 uint64_t tkc_platform_read_ordered(void);
+/* where the stated rate is a register (CNTFRQ_EL0), the fake states it */
+#if defined(__aarch64__) && defined(TKC_NOMINAL_HZ)
+#define TKC_NOMINAL_FREQ_REGISTER tkc_a64_cntfrq
+uint64_t tkc_platform_freq_register(void);
+#undef TKC_NOMINAL_HZ
+#define TKC_NOMINAL_HZ tkc_platform_freq_register
+#endif
 #ifdef __cplusplus
 }
 #endif

@@ -3,8 +3,9 @@
 // that ci/bench can divide every figure by a baseline from the same run.
 //
 // Every benchmark iteration runs a fixed-count inner loop of kOps
-// operations and publishes the count as the counter "ops_per_iter";
-// ci/bench divides real_time by it (ns per operation).
+// operations and publishes the count as the counter "ops_per_iter"
+// (read_loop.h, shared with path_bench.cc); ci/bench divides the time by
+// it (ns per operation).
 //
 // Names: BM_read/<what>[/tsc|/auto], BM_interval/<what>/<mode>,
 //        BM_conv/<scheme>/<uptime>, BM_batch/<kernel>/<impl>.
@@ -25,11 +26,14 @@
 #include "hwy/targets.h"
 #include "hwy/nanobenchmark.h"
 #include "pg_conv.h"
+#include "tests/bench/read_loop.h"
 #include "tickclock.h"
 
 namespace {
 
-constexpr int kOps = 64;  // reads per benchmark iteration
+using tickclock_bench::Finish;
+using tickclock_bench::kOps;
+using tickclock_bench::ReadLoop;
 
 // ---- source selection ------------------------------------------------------
 // "tsc": tickclock_init({TICKCLOCK_SOURCE_TSC}) (the automatic choice on this
@@ -53,22 +57,7 @@ bool SelectMode(benchmark::State& st, Mode m) {
   return true;
 }
 
-void Finish(benchmark::State& st, int ops) {
-  st.counters["ops_per_iter"] = ops;
-}
-
 // ---- reads -------------------------------------------------------------------
-template <class F>
-void ReadLoop(benchmark::State& st, F read) {
-  for (auto _ : st) {
-    for (int i = 0; i < kOps; ++i) {
-      auto v = read();
-      benchmark::DoNotOptimize(v);
-    }
-  }
-  Finish(st, kOps);
-}
-
 bool HaveRdtscp() {
   unsigned a, b, c, d;
   if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000001u) return false;

@@ -24,21 +24,16 @@
 #include <cstring>
 #include <string>
 
+#include "tests/bench/read_loop.h"
 #include "tickclock.h"
 
 namespace {
-constexpr int kOps = 64;
 std::string g_path;
 
+// The shared read loop, labelled with the path and the source it ran on.
 template <class F>
 void ReadLoop(benchmark::State& st, F read) {
-  for (auto _ : st) {
-    for (int i = 0; i < kOps; ++i) {
-      auto v = read();
-      benchmark::DoNotOptimize(v);
-    }
-  }
-  st.counters["ops_per_iter"] = kOps;
+  tickclock_bench::ReadLoop(st, read);
   st.SetLabel(g_path + ": " + tickclock_info_get()->source_name);
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "tickclock_tools.h"
 
 namespace {
 struct Bytes {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "tickclock_tools.h"
 
 static tickclock_fixture fx;
 static tickclock_evidence ev;

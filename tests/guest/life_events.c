@@ -42,6 +42,7 @@
 #endif
 
 #include "tickclock.h"
+#include "../../src/tools/json_text.h"
 
 /* CLOCK_MONOTONIC_RAW through the system call: after PR_SET_TSC the vDSO's
  * clock_gettime may execute RDTSC itself (clocksource tsc) and trap. */
@@ -134,12 +135,18 @@ static void read_line(const char *path, char *buf, size_t len) {
   fclose(f);
 }
 
-/* a string for a JSON value: quotes and backslashes become ' and / */
+/* src as the inside of a JSON string value (the tools library's escaper),
+ * truncated between escapes */
 static void json_safe(char *dst, size_t n, const char *src) {
-  size_t i;
-  for (i = 0; i + 1 < n && src[i]; i++)
-    dst[i] = src[i] == '"' ? '\'' : src[i] == '\\' ? '/' : (src[i] < 32 ? ' ' : src[i]);
-  dst[i] = 0;
+  size_t o = 0;
+  for (; *src; src++) {
+    char e[6];
+    unsigned k = tkt_json_char((unsigned char)*src, e);
+    if (o + k >= n) break;
+    memcpy(dst + o, e, k);
+    o += k;
+  }
+  dst[o] = 0;
 }
 
 #define CS_DIR "/sys/devices/system/clocksource/clocksource0/"

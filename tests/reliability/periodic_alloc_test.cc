@@ -68,6 +68,7 @@ TEST_CASE("periodic re-validation in tickclock_to_ns: no allocation while the co
   g_counting = false;
   tickclock_revalidate_every(0);
   MESSAGE(checks << " periodic checks, " << g_allocs.load() << " allocations");
+  INFO(tickclock_info_get()->why);
   CHECK(tickclock_info_get()->read_path == TICKCLOCK_READ_COUNTER);
   CHECK(checks > 50);
   CHECK(g_allocs.load() == 0);

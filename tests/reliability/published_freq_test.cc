@@ -1,10 +1,13 @@
 // A published frequency (leaf 0x15 with its crystal, a hypervisor's timing
-// leaf, the perf page's conversion) is used by the first state at once,
+// leaf, the perf page's conversion; CNTFRQ_EL0 on aarch64, the TOD's
+// architectural 4096 MHz on s390x) is used by the first state at once,
 // without the quick calibration's millisecond, and cross-checked by the
 // first refinement: kept when it agrees, replaced — continuously — when it
 // does not. On the deterministic fake platform (the core compiled in with
 // -DTICKCLOCK_TEST_FAKE_COUNTER), so first use is measured in simulated
 // time: every counter read, clock read and sleep advances one time line.
+// The cases about x86's leaves form the doctest suite "x86"
+// (published_freq_x86_test); the rest run on every ISA's fake counter.
 #include <string.h>
 
 #include <cmath>
@@ -12,6 +15,7 @@
 
 #include "doctest/doctest.h"
 #include "tests/support/fake_platform.h"
+#include "tests/support/skip.h"
 
 namespace {
 // What the first tickclock_now() costs in simulated time.
@@ -89,16 +93,129 @@ Walk walk(FakeWorld &w, uint64_t span_ns, uint64_t step_ns, double rate_ppm) {
 }  // namespace
 
 TEST_CASE("nothing published: the first use waits for the quick 1 ms calibration") {
+  if (fake::calibrated_first("nothing published")) return;
   World f;  // the baseline the published cases are compared with
   const tickclock_info *i = f.start();
-  REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);
+  REQUIRE(i->source == fake::isa.counter);
   CHECK(i->freq_pending_check == 0);
   CHECK(i->freq_method == TICKCLOCK_FREQ_CALIBRATED);
   CHECK(f.first_use_ns >= 1000000);
   CHECK(f.first_use_ns < 2000000);
 }
 
-TEST_CASE("a published frequency is used at once: first use under 0.3 ms, then confirmed") {
+namespace {
+// The ISA's own statement of its counter's rate, stated right or wrong_ppm
+// off: x86's leaf 0x15 with its crystal, aarch64's CNTFRQ_EL0, POWER's
+// cpuinfo timebase, RISC-V's device tree; the s390x TOD's 4096 MHz cannot
+// be wrong, so there the fake TOD runs that far off it instead.
+struct Statement {
+  int method;
+  const char *name;
+  bool published;  // used before any calibration
+};
+Statement isa_statement() {
+  if (fake::isa.counter == TICKCLOCK_SOURCE_TSC)
+    return {TICKCLOCK_FREQ_CPUID_15H, "cpuid_15h_crystal", true};
+  return {fake::isa.stated_method, fake::isa.stated_name, fake::isa.stated_published};
+}
+// the stated rate, in Hz
+double state_isa_rate(FakeWorld &w, double wrong_ppm) {
+  if (fake::isa.counter == TICKCLOCK_SOURCE_TSC) {
+    publish_crystal(w, wrong_ppm);
+    return 25e6 * w.l15_num / w.l15_den;
+  }
+  if (fake::isa.always_stated) {  // the counter runs at stated / (1 + wrong)
+    w.num = fake::isa.num * 1000000;
+    w.den = fake::isa.den * (uint64_t)(1000000 + wrong_ppm);
+    return (double)fake::isa.num / (double)fake::isa.den * 1e9;
+  }
+  w.stated_hz = (uint64_t)std::llround((double)w.hz() * (1 + wrong_ppm * 1e-6));
+  return (double)w.stated_hz;
+}
+}  // namespace
+
+TEST_CASE("the ISA's statement of its counter's rate: used by its method, cross-checked") {
+  if (fake::no_counter("the ISA's stated rate")) return;
+  const Statement st = isa_statement();
+  World f;
+  double stated = state_isa_rate(f.w, 0);
+  const tickclock_info *i = f.start();
+  INFO(i->why);
+  REQUIRE(i->source == fake::isa.counter);
+  CHECK(i->read_path == TICKCLOCK_READ_COUNTER);
+  CHECK(i->freq_method == st.method);
+  CHECK(std::string(i->freq_detail) == st.name);
+  CHECK(i->hz == doctest::Approx(stated).epsilon(1e-12));
+  MESSAGE(std::string(fake::isa.arch) << ": " << std::string(st.name) << " " << stated / 1e6 << " MHz, first use "
+                         << f.first_use_ns << " ns of simulated time");
+  const tickclock_freq_candidate *pub = freq(i, st.name);
+  REQUIRE(pub != nullptr);
+  CHECK(pub->usable == 1);
+  if (st.published) {  // at once, the cross-check pending
+    CHECK(i->freq_pending_check == 1);
+    CHECK(f.first_use_ns < 300000);
+    CHECK(pub->checked == 0);
+  } else {  // the kernel's word: calibrated first, then preferred
+    CHECK(i->freq_pending_check == 0);
+    CHECK(f.first_use_ns >= 1000000);
+    CHECK(pub->checked == 1);
+  }
+  uint64_t t0 = tickclock_now(), ns0 = tickclock_to_ns(t0);
+  Walk r = walk(f.w, 3000000, 10000, 1);
+  const tickclock_info *c = tickclock_info_get();
+  INFO(c->why);
+  CHECK(r.backward == 0);
+  CHECK(r.worst_excess_ns < 1000);
+  CHECK(c->source == fake::isa.counter);
+  CHECK(c->freq_pending_check == 0);
+  CHECK(c->freq_method == st.method);
+  CHECK(std::string(c->freq_detail) == st.name);
+  CHECK(c->hz == doctest::Approx(stated).epsilon(1e-12));
+  pub = freq(c, st.name);
+  REQUIRE(pub != nullptr);
+  CHECK(pub->checked == 1);
+  CHECK(pub->usable == 1);
+  CHECK(tickclock_to_ns(t0) == ns0);
+}
+
+TEST_CASE("the ISA's statement 0.4 % off its counter's rate: replaced by calibration, no step") {
+  if (fake::no_counter("the ISA's wrong stated rate")) return;
+  const Statement st = isa_statement();
+  World f;
+  double stated = state_isa_rate(f.w, -4000);
+  double real = (double)f.w.hz();
+  const tickclock_info *i = f.start();
+  INFO(i->why);
+  REQUIRE(i->source == fake::isa.counter);
+  if (st.published) {  // used at once: the conversion runs 0.4 % fast until the check
+    CHECK(i->freq_pending_check == 1);
+    CHECK(std::string(i->freq_detail) == st.name);
+    CHECK(i->hz == doctest::Approx(stated).epsilon(1e-12));
+  } else {  // checked before any use
+    CHECK(i->freq_pending_check == 0);
+    CHECK(i->freq_method == TICKCLOCK_FREQ_CALIBRATED);
+  }
+  uint64_t t0 = tickclock_now(), ns0 = tickclock_to_ns(t0);
+  Walk r = walk(f.w, 3000000, 10000, 4100);
+  const tickclock_info *c = tickclock_info_get();
+  INFO(c->why);
+  CHECK(r.backward == 0);
+  CHECK(r.worst_excess_ns < 1000);
+  CHECK(c->source == fake::isa.counter);
+  CHECK(c->freq_pending_check == 0);
+  CHECK(c->freq_method == TICKCLOCK_FREQ_CALIBRATED);
+  CHECK(c->hz == doctest::Approx(real).epsilon(50e-6));
+  const tickclock_freq_candidate *pub = freq(c, st.name);
+  REQUIRE(pub != nullptr);
+  CHECK(pub->checked == 1);
+  CHECK(pub->usable == 0);
+  CAPTURE(pub->reason);
+  CHECK(has(pub->reason, "disagrees with calibration"));
+  CHECK(tickclock_to_ns(t0) == ns0);
+}
+
+TEST_CASE("a published frequency is used at once: first use under 0.3 ms, then confirmed" *
+          doctest::test_suite("x86")) {
   World f;
   const char *name = nullptr;
   SUBCASE("leaf 0x15 with its crystal, bare metal") {
@@ -167,7 +284,8 @@ TEST_CASE("a published frequency is used at once: first use under 0.3 ms, then c
   CHECK(tickclock_info_get()->generation == gen);
 }
 
-TEST_CASE("a wrong published frequency is replaced at the cross-check, without a step") {
+TEST_CASE("a wrong published frequency is replaced at the cross-check, without a step" *
+          doctest::test_suite("x86")) {
   World f;
   publish_crystal(f.w, -4000);  // leaf 0x15 states 2.49 GHz: 0.4 % slow
   const tickclock_info *i = f.start();
@@ -202,7 +320,8 @@ TEST_CASE("a wrong published frequency is replaced at the cross-check, without a
   CHECK(std::fabs(tickclock_info_get()->hz / 2.5e9 - 1) < 1e-6);
 }
 
-TEST_CASE("kvm-clock guest: a hypervisor frequency that disagrees means the OS clock") {
+TEST_CASE("kvm-clock guest: a hypervisor frequency that disagrees means the OS clock" *
+          doctest::test_suite("x86")) {
   World f;
   publish_hypervisor(f.w, 2000);  // the leaf states 2.505 GHz
   f.w.clocksource = "kvm-clock";
@@ -222,7 +341,8 @@ TEST_CASE("kvm-clock guest: a hypervisor frequency that disagrees means the OS c
   CHECK(tickclock_to_ns(t0) == ns0);
 }
 
-TEST_CASE("no published source is used unchecked where it is not a statement") {
+TEST_CASE("no published source is used unchecked where it is not a statement" *
+          doctest::test_suite("x86")) {
   SUBCASE("a forced TSC is calibrated first") {
     World f;
     publish_crystal(f.w);
@@ -294,7 +414,8 @@ TEST_CASE("no published source is used unchecked where it is not a statement") {
   }
 }
 
-TEST_CASE("the cross-check also runs from tickclock_revalidate(), and waits out preemption") {
+TEST_CASE("the cross-check also runs from tickclock_revalidate(), and waits out preemption" *
+          doctest::test_suite("x86")) {
   SUBCASE("revalidate") {
     World f;
     publish_crystal(f.w);
@@ -327,7 +448,8 @@ TEST_CASE("the cross-check also runs from tickclock_revalidate(), and waits out 
   }
 }
 
-TEST_CASE("a wrong published frequency first looked at late is replaced, not taken for drift") {
+TEST_CASE("a wrong published frequency first looked at late is replaced, not taken for drift" *
+          doctest::test_suite("x86")) {
   // 0.4 % off for a whole second: 4 ms of disagreement with the raw clock,
   // 30 times the re-validation bound; the cross-check comes first
   World f;
@@ -353,7 +475,8 @@ TEST_CASE("a wrong published frequency first looked at late is replaced, not tak
   CHECK(tickclock_revalidate() == 0);  // and the checks pass on the corrected rate
 }
 
-TEST_CASE("a kvm-clock guest's refused hypervisor frequency: tickclock_revalidate() says SWITCHED") {
+TEST_CASE("a kvm-clock guest's refused hypervisor frequency: tickclock_revalidate() says SWITCHED" *
+          doctest::test_suite("x86")) {
   World f;
   publish_hypervisor(f.w, 2000);
   f.w.clocksource = "kvm-clock";
@@ -364,7 +487,8 @@ TEST_CASE("a kvm-clock guest's refused hypervisor frequency: tickclock_revalidat
   CHECK(tickclock_info_get()->source == TICKCLOCK_SOURCE_SYSTEM);
 }
 
-TEST_CASE("a published frequency slightly off passes the 1 ms check and fails a tighter one") {
+TEST_CASE("a published frequency slightly off passes the 1 ms check and fails a tighter one" *
+          doctest::test_suite("x86")) {
   World f;
   publish_crystal(f.w, 40);  // 40 ppm fast: inside the first check's bound
   const tickclock_info *i = f.start();

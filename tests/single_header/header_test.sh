@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The generated single header as it is vendored: every expanded file is
 # named relative to the repository (no build or sandbox path), the banner
-# carries the SPDX line, the version of tickclock.h and the licence text.
+# carries the SPDX line, the version of tickclock.h and the licence text,
+# and nothing of the tools library.
 # Usage: header_test.sh GENERATED_HEADER LICENSE SOURCE_TICKCLOCK_H
 set -uo pipefail
 gen=$1
@@ -30,7 +31,11 @@ while IFS= read -r line; do
 done < "$license"
 grep -q '^#if defined(__cplusplus) && !defined(TICKCLOCK_NO_CXX_API)$' "$gen" || err "no C++ API section"
 grep -q 'class stopwatch' "$gen" || err "tickclock::stopwatch is not in the header"
+# Only what users need: the tools library (src/tools: the fixture parser,
+# the CPUID rules only the probe reports, the RDTSCP read) stays out.
+tools=$(grep -nE 'tickclock_fixture|tickclock_x86_freq_cpuid|tickclock_x86_freq_leaf15_linux|"rdtscp"|tkt_' "$gen" || true)
+[[ -z "$tools" ]] || err "tools-library code in $gen: $tools"
 
-echo "version $ver, $markers files, licence and SPDX present, no build paths"
+echo "version $ver, $markers files, $(wc -c <"$gen") bytes, licence and SPDX present, no build paths, no tools"
 if [[ $fail -eq 0 ]]; then echo "1 passed, 0 failed"; else echo "0 passed, 1 failed"; fi
 exit $fail

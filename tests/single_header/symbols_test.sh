@@ -6,8 +6,10 @@
 #    exports exactly what tickclock.h (with tickclock_inline.h, its inline
 #    machinery) declares with TICKCLOCK_API /
 #    TKC_API_VAR, no internal function;
-#  - the test-only entry points (fixture parser, platform injection) are
-#    not compiled into either unless TICKCLOCK_TEST_API is defined.
+#  - the test-only entry point (platform injection) is not compiled into
+#    either unless TICKCLOCK_TEST_API is defined, and the tools library's
+#    functions (fixture parser, the CPUID rules only the probe reports) are
+#    not in the header at all.
 # Usage: symbols_test.sh STATIC_BINARY SHARED_LIBRARY TICKCLOCK_H [HEADER...]
 set -uo pipefail
 static_bin=$1
@@ -39,8 +41,9 @@ extra=$(comm -13 <(echo "$declared") <(echo "$exported"))
 
 for f in "$static_bin" "$shared_lib"; do
   test_only=$(nm --defined-only "$f" | awk '{print $NF}' |
-              grep -E '^(tickclock_fixture_|tkc_set_platform$)' || true)
-  [[ -z "$test_only" ]] || err "$f contains test-only entry points: $(echo $test_only)"
+              grep -E '^(tickclock_fixture_|tickclock_x86_freq_cpuid$|tickclock_x86_freq_leaf15_linux$|tkc_set_platform$)' ||
+              true)
+  [[ -z "$test_only" ]] || err "$f contains test-only or tools functions: $(echo $test_only)"
 done
 
 echo "exported by the -fvisibility=hidden library: $(echo $exported)"

@@ -1,9 +1,11 @@
-// A deterministic fake platform for the core (tickclock_platform): a
-// synthetic x86 CPU, fake sysfs, fake prctl and perf page, and — in the
-// test-only build with -DTICKCLOCK_TEST_FAKE_COUNTER — a fake TSC and fake
-// clocks driven by one simulated time line. Each counter read costs
-// read_cost_ns of simulated time, each clock read os_cost_ns, sleeps
-// advance it: everything is reproducible to the tick.
+// A deterministic fake platform for the core (tickclock_platform): the
+// target ISA's counter with its stated frequency (fake::isa below), a
+// synthetic x86 CPU (CPUID) where the ISA is x86, fake sysfs, /proc/cpuinfo
+// and device tree, fake prctl and perf page, and — in the test-only build
+// with -DTICKCLOCK_TEST_FAKE_COUNTER — a fake counter and fake clocks
+// driven by one simulated time line. Each counter read costs read_cost_ns
+// of simulated time, each clock read os_cost_ns, sleeps advance it:
+// everything is reproducible to the tick.
 #ifndef TICKCLOCK_TESTS_FAKE_PLATFORM_H
 #define TICKCLOCK_TESTS_FAKE_PLATFORM_H
 
@@ -13,6 +15,83 @@
 #include <string>
 
 #include "internal.h"
+#include "tests/support/skip.h"
+
+namespace fake {
+// The ISA under test as the library sees it: its counter, the kernel's
+// clocksource that runs on that counter and another one the kernel could
+// switch to, and how the ISA states the counter's rate (evidence.c): the
+// method and name the library gives that statement, and how the fake
+// answers it (FakeWorld::stated_hz). x86's statements are CPUID leaves
+// and the perf page (faked field by field below), so it has none here.
+struct Isa {
+  const char *arch;
+  int counter;              // TICKCLOCK_SOURCE_*; 0: no counter read is built
+  const char *clocksource;  // the kernel's clocksource on that counter
+  const char *other_clocksource;
+  int stated_method;        // TICKCLOCK_FREQ_ARCH_REGISTER / _OS; 0: none
+  const char *stated_name;  // the frequency candidate's name
+  bool stated_published;    // used before any calibration (freq_select.c)
+  bool always_stated;       // architectural: the fake cannot leave it unstated
+  uint64_t num, den;        // the fake counter's default rate, ticks per ns
+};
+#if defined(TKC_X86)
+constexpr Isa isa = {"x86", TICKCLOCK_SOURCE_TSC, "tsc", "hpet", 0, "", false, false, 5, 2};
+#elif defined(__aarch64__)
+// CNTFRQ_EL0, the register firmware programs (0: left unprogrammed)
+constexpr Isa isa = {"aarch64", TICKCLOCK_SOURCE_CNTVCT, "arch_sys_counter", "jiffies",
+                     TICKCLOCK_FREQ_ARCH_REGISTER, "cntfrq_el0", true, false, 5, 2};
+#elif defined(__powerpc64__)
+// "timebase" in /proc/cpuinfo: the kernel's word, calibrated first
+constexpr Isa isa = {"ppc64le", TICKCLOCK_SOURCE_TIMEBASE, "timebase", "jiffies",
+                     TICKCLOCK_FREQ_OS, "cpuinfo_timebase", false, false, 5, 2};
+#elif defined(__s390x__)
+// The TOD clock's 4096 MHz is architectural: always stated, so the fake
+// TOD runs at 4.096 ticks per ns unless a test breaks it on purpose.
+constexpr Isa isa = {"s390x", TICKCLOCK_SOURCE_TOD, "tod", "jiffies",
+                     TICKCLOCK_FREQ_ARCH_REGISTER, "tod_architecture", true, true, 512, 125};
+#elif defined(__riscv)
+// the device tree's /cpus/timebase-frequency: the kernel's word, calibrated first
+constexpr Isa isa = {"riscv64", TICKCLOCK_SOURCE_RDTIME, "riscv_clocksource", "jiffies",
+                     TICKCLOCK_FREQ_OS, "device_tree_timebase", false, false, 5, 2};
+#else
+constexpr Isa isa = {"os_only", 0, "", "", 0, "", false, false, 5, 2};
+#endif
+
+// Why a case cannot run on this ISA, or nullptr when it can. x86_only: the
+// case is about an x86 fact (CPUID leaves, PR_SET_TSC, the perf page's TSC
+// conversion); calibrated_first: it needs a counter whose rate nobody
+// states, so that calibration gives the first state.
+inline const char *no_counter_why() {
+  return isa.counter == 0 ? "no hardware counter read is built for this ISA (arch/os_only.h): "
+                            "the OS clock is the only source, there is no counter to fake"
+                          : nullptr;
+}
+inline const char *x86_only_why() {
+  if (isa.counter == TICKCLOCK_SOURCE_TSC) return nullptr;
+  return "an x86 fact (CPUID leaves, RDTSC disabled by PR_SET_TSC, the perf page's TSC "
+         "conversion): this ISA has none";
+}
+inline const char *calibrated_first_why() {
+  if (const char *w = no_counter_why()) return w;
+  return isa.always_stated ? "this ISA states its counter's rate architecturally (s390x TOD: "
+                             "4096 MHz): no counter is ever calibrated first"
+                           : nullptr;
+}
+
+// true, and the skip said (TICKCLOCK_SKIPPED), when why is set: what
+// cannot run on this ISA, and why; false when it can.
+inline bool skipped(const char *what, const char *why) {
+  if (why == nullptr) return false;
+  tctest::skip(std::string(what) + " (" + isa.arch + "): " + why);
+  return true;
+}
+inline bool no_counter(const char *what) { return skipped(what, no_counter_why()); }
+inline bool x86_only(const char *what) { return skipped(what, x86_only_why()); }
+inline bool calibrated_first(const char *what) {
+  return skipped(what, calibrated_first_why());
+}
+}  // namespace fake
 
 struct FakeWorld {
   // time
@@ -21,15 +100,24 @@ struct FakeWorld {
   uint64_t os_cost_ns = 25;                // one clock read
   // counter: ticks = base + now_ns * num / den + offset (+ per-CPU offset)
   uint64_t base = 0;
-  uint64_t num = 5, den = 2;  // 2.5 GHz
+  uint64_t num = fake::isa.num, den = fake::isa.den;  // 2.5 GHz (s390x TOD: 4.096 GHz)
   int64_t offset = 0;         // a jump: added to every later reading
   int64_t cpu_offset[2] = {0, 0};
   int migrate_every_read = 0;  // alternate CPUs on every counter read
   int cpu = 0;
   uint64_t counter_reads = 0;
   // OS facts
-  std::string clocksource = "tsc";
-  std::string available = "tsc hpet acpi_pm";
+  std::string clocksource = fake::isa.clocksource;
+  std::string available = fake::isa.counter == TICKCLOCK_SOURCE_TSC
+                              ? "tsc hpet acpi_pm"
+                              : std::string(fake::isa.clocksource) + " jiffies";
+  // The ISA's own statement of the counter's rate, in Hz (fake::isa):
+  // aarch64's CNTFRQ_EL0, POWER's "timebase" line in /proc/cpuinfo,
+  // RISC-V's device-tree timebase-frequency; 0: not stated (an
+  // unprogrammed CNTFRQ, no such line or node). s390x states 4096 MHz
+  // whatever this says. state_rate() states the counter's true rate.
+  uint64_t stated_hz = 0;
+  void state_rate() { stated_hz = hz(); }
   int sysfs_missing = 0;
   int prctl_mode = TICKCLOCK_PRCTL_ENABLED;
   // With prctl_mode == SIGSEGV a real RDTSC traps, and so does the vDSO's
@@ -77,6 +165,12 @@ struct FakeWorld {
   static uint64_t scaled(uint64_t ns, uint64_t n, uint64_t d) {
     uint64_t whole = ns / d, rem = ns % d;
     return whole * n + rem * n / d;
+  }
+  // the counter's rate, and the ticks it counts in ns nanoseconds (for
+  // jumps and offsets written in time)
+  uint64_t hz() const { return scaled(UINT64_C(1000000000), num, den); }
+  int64_t ticks(int64_t ns) const {
+    return ns < 0 ? -(int64_t)scaled((uint64_t)-ns, num, den) : (int64_t)scaled((uint64_t)ns, num, den);
   }
   uint64_t ticks_at(uint64_t ns) const {
     uint64_t t = ns + (counts_in_suspend ? suspended : 0), ticks;
@@ -240,7 +334,37 @@ inline uint64_t raw_clock_ns_sys(void *ctx) {
 
 inline const char *no_env(void *, const char *) { return nullptr; }
 
-// Everything faked: CPU, sysfs, prctl, perf, counter, clocks, env.
+// /proc/cpuinfo: the "timebase" line POWER's kernel writes (and RISC-V's
+// fallback), when the rate is stated.
+inline int find_line(void *ctx, const char *path, const char *prefix, char *buf, size_t n) {
+  FakeWorld *w = W(ctx);
+  if (strcmp(path, "/proc/cpuinfo") != 0 || strcmp(prefix, "timebase") != 0 ||
+      w->stated_hz == 0 || isa.stated_method != TICKCLOCK_FREQ_OS)
+    return 0;
+  std::string line = "timebase\t: " + std::to_string(w->stated_hz);
+  tkc_strlcpy(buf, line.c_str(), n);
+  return 1;
+}
+
+// The device tree's /cpus/timebase-frequency: a big-endian u32 (u64 when
+// it does not fit), on RISC-V, when the rate is stated.
+inline size_t read_bytes(void *ctx, const char *path, void *buf, size_t n) {
+  FakeWorld *w = W(ctx);
+  if (strcmp(path, "/proc/device-tree/cpus/timebase-frequency") != 0 || w->stated_hz == 0 ||
+      isa.counter != TICKCLOCK_SOURCE_RDTIME)
+    return 0;
+  size_t len = w->stated_hz > UINT32_MAX ? 8 : 4;
+  if (n < len) return 0;
+  unsigned char *b = static_cast<unsigned char *>(buf);
+  for (size_t i = 0; i < len; i++) b[i] = (unsigned char)(w->stated_hz >> (8 * (len - 1 - i)));
+  return len;
+}
+
+// CNTFRQ_EL0 (aarch64): what firmware programmed.
+inline uint64_t freq_register(void *ctx) { return W(ctx)->stated_hz; }
+
+// Everything faked: CPU, sysfs, /proc/cpuinfo, device tree, prctl, perf,
+// counter (and its frequency register), clocks, env.
 inline tickclock_platform full(FakeWorld *w) {
   tickclock_platform p;
   memset(&p, 0, sizeof p);
@@ -258,11 +382,15 @@ inline tickclock_platform full(FakeWorld *w) {
   p.sleep_ns = sleep_ns;
   p.getenv = no_env;
   p.suspended_ns = suspended_ns;
+  p.find_line = find_line;
+  p.read_bytes = read_bytes;
+  p.freq_register = freq_register;
   return p;
 }
 
-// Only the facts faked (CPU, sysfs, prctl, perf, env); counter and clocks
-// native: usable in the normal build of the core.
+// Only the facts faked (CPU, sysfs, /proc/cpuinfo, device tree, prctl,
+// perf, env); counter, its frequency register and clocks native: usable
+// in the normal build of the core.
 inline tickclock_platform facts_only(FakeWorld *w) {
   tickclock_platform p = full(w);
   p.counter = nullptr;
@@ -273,6 +401,7 @@ inline tickclock_platform facts_only(FakeWorld *w) {
   p.os_ns_sys = nullptr;
   p.sleep_ns = nullptr;
   p.suspended_ns = nullptr;
+  p.freq_register = nullptr;
   return p;
 }
 }  // namespace fake

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "internal.h"
+#include "tickclock_tools.h"
 
 namespace tctest {
 

@@ -223,92 +223,98 @@ TEST_CASE("each refinement of the quick calibration: to_ns(now()) - system clock
     return;
   }
   double v[4];
-  REQUIRE(figures_from_child(
-      [](double *out) {
-        (void)tickclock_now();
-        const tickclock_info *i = tickclock_info_get();
-        EXPECT(i->source == TICKCLOCK_SOURCE_TSC);
-        EXPECT(i->freq_method == TICKCLOCK_FREQ_CALIBRATED);  // this host publishes no rate
-        static Sample s[1100000];
-        size_t n = 0;
-        // until the baseline spans 1 s (the last refinement), or 4 s
-        uint64_t end = sys_ns() + 4000000000u;
-        while (n < sizeof s / sizeof s[0]) {
-          uint64_t r0 = sys_ns();
-          uint64_t t = tickclock_now();
-          uint64_t r1 = sys_ns();
-          uint64_t ns = tickclock_to_ns(t);  // a refinement may be published here
-          unsigned gen = tickclock_info_get()->generation;
-          // one sample kept per 4 us (and every publication's first)
-          if (n > 0 && s[n - 1].gen == gen && r0 < s[n - 1].at + 4000) {
+  // A process the host stalls around a publication leaves it unjudged (no
+  // evidence either way, not a pass): a fresh child then measures the whole
+  // schedule again, up to three times; a judged move is never retried away.
+  for (int attempt = 1; attempt <= 3; attempt++) {
+    REQUIRE(figures_from_child(
+        [](double *out) {
+          (void)tickclock_now();
+          const tickclock_info *i = tickclock_info_get();
+          EXPECT(i->source == TICKCLOCK_SOURCE_TSC);
+          EXPECT(i->freq_method == TICKCLOCK_FREQ_CALIBRATED);  // this host publishes no rate
+          static Sample s[1100000];
+          size_t n = 0;
+          // until the baseline spans 1 s (the last refinement), or 4 s
+          uint64_t end = sys_ns() + 4000000000u;
+          while (n < sizeof s / sizeof s[0]) {
+            uint64_t r0 = sys_ns();
+            uint64_t t = tickclock_now();
+            uint64_t r1 = sys_ns();
+            uint64_t ns = tickclock_to_ns(t);  // a refinement may be published here
+            unsigned gen = tickclock_info_get()->generation;
+            // one sample kept per 4 us (and every publication's first)
+            if (n > 0 && s[n - 1].gen == gen && r0 < s[n - 1].at + 4000) {
+              if (r1 > end || tickclock_info_get()->baseline_ns >= 1000000000u) break;
+              continue;
+            }
+            s[n].at = r0 + (r1 - r0) / 2;
+            s[n].off = (double)(int64_t)(ns - s[n].at);
+            s[n].half = (double)(r1 - r0) / 2;
+            s[n].gen = gen;
+            n++;
             if (r1 > end || tickclock_info_get()->baseline_ns >= 1000000000u) break;
-            continue;
           }
-          s[n].at = r0 + (r1 - r0) / 2;
-          s[n].off = (double)(int64_t)(ns - s[n].at);
-          s[n].half = (double)(r1 - r0) / 2;
-          s[n].gen = gen;
-          n++;
-          if (r1 > end || tickclock_info_get()->baseline_ns >= 1000000000u) break;
-        }
-        // and 12 ms more after the last publication
-        for (uint64_t stop = sys_ns() + 12000000; n < sizeof s / sizeof s[0];) {
-          uint64_t r0 = sys_ns();
-          uint64_t t = tickclock_now();
-          uint64_t r1 = sys_ns();
-          uint64_t ns = tickclock_to_ns(t);
-          s[n].at = r0 + (r1 - r0) / 2;
-          s[n].off = (double)(int64_t)(ns - s[n].at);
-          s[n].half = (double)(r1 - r0) / 2;
-          s[n].gen = tickclock_info_get()->generation;
-          n++;
-          if (r1 > stop) break;
-        }
-        // each publication: the nearest good sample (bracket under 2 us)
-        // before it against the nearest good one after its guard interval
-        // (a tick within 1 ms of it still converts with the old state),
-        // each within 20 ms (this host stalls a process for 4 ms
-        // scheduler ticks, often: the gap between the two varies)
-        double worst = 0;
-        int seen = 0, judged = 0;
-        for (size_t k = 1; k < n; k++) {
-          if (s[k].gen == s[k - 1].gen) continue;
-          seen++;
-          uint64_t when = s[k].at;
-          const Sample *b = nullptr, *a = nullptr;
-          for (size_t j = k; b == nullptr && j-- > 0 && s[j].at + 20000000 > when;)
-            if (s[j].half < 1000) b = &s[j];
-          for (size_t j = k + 1; a == nullptr && j < n && s[j].at < when + 20000000; j++)
-            if (s[j].at > when + 1200000 && s[j].gen == s[k].gen && s[j].half < 1000) a = &s[j];
-          if (a == nullptr || b == nullptr) {  // the host stalled this process around it
-            fprintf(stderr, "publication %u at %+.3f ms: no good sample within 20 ms around it "
-                    "(a stalled process): not judged\n", s[k].gen, (double)(when - s[0].at) * 1e-6);
-            continue;
+          // and 12 ms more after the last publication
+          for (uint64_t stop = sys_ns() + 12000000; n < sizeof s / sizeof s[0];) {
+            uint64_t r0 = sys_ns();
+            uint64_t t = tickclock_now();
+            uint64_t r1 = sys_ns();
+            uint64_t ns = tickclock_to_ns(t);
+            s[n].at = r0 + (r1 - r0) / 2;
+            s[n].off = (double)(int64_t)(ns - s[n].at);
+            s[n].half = (double)(r1 - r0) / 2;
+            s[n].gen = tickclock_info_get()->generation;
+            n++;
+            if (r1 > stop) break;
           }
-          judged++;
-          // what the two samples' brackets and the rates' error over the gap
-          // allow beyond the contract's zero (100 ppm: the calibration's bound
-          // and CLOCK_MONOTONIC's NTP slew against CLOCK_MONOTONIC_RAW)
-          double slack = a->half + b->half + 100e-6 * (double)(a->at - b->at);
-          double moved = fabs(a->off - b->off) - slack;
-          fprintf(stderr,
-                  "publication %u at %+.3f ms: to_ns - system clock moved %.0f ns (brackets "
-                  "%.0f/%.0f ns, gap %.0f us, slack %.0f ns)\n",
-                  s[k].gen, (double)(when - s[0].at) * 1e-6, a->off - b->off, 2 * b->half,
-                  2 * a->half, (double)(a->at - b->at) * 1e-3, slack);
-          if (moved > worst) worst = moved;
-        }
-        out[0] = worst;
-        out[1] = seen;
-        out[3] = judged;
-        out[2] = tickclock_info_get()->baseline_ns * 1e-6;
-      },
-      v, 4));
-  MESSAGE("refinements: " << v[1] << " publications, " << v[3]
-                          << " judged; worst move beyond the samples' slack " << v[0]
-                          << " ns, final baseline " << v[2] << " ms");
+          // each publication: the nearest good sample (bracket under 2 us)
+          // before it against the nearest good one after its guard interval
+          // (a tick within 1 ms of it still converts with the old state),
+          // each within 20 ms (this host stalls a process for 4 ms
+          // scheduler ticks, often: the gap between the two varies)
+          double worst = 0;
+          int seen = 0, judged = 0;
+          for (size_t k = 1; k < n; k++) {
+            if (s[k].gen == s[k - 1].gen) continue;
+            seen++;
+            uint64_t when = s[k].at;
+            const Sample *b = nullptr, *a = nullptr;
+            for (size_t j = k; b == nullptr && j-- > 0 && s[j].at + 20000000 > when;)
+              if (s[j].half < 1000) b = &s[j];
+            for (size_t j = k + 1; a == nullptr && j < n && s[j].at < when + 20000000; j++)
+              if (s[j].at > when + 1200000 && s[j].gen == s[k].gen && s[j].half < 1000) a = &s[j];
+            if (a == nullptr || b == nullptr) {  // the host stalled this process around it
+              fprintf(stderr, "publication %u at %+.3f ms: no good sample within 20 ms around it "
+                      "(a stalled process): not judged\n", s[k].gen, (double)(when - s[0].at) * 1e-6);
+              continue;
+            }
+            judged++;
+            // what the two samples' brackets and the rates' error over the gap
+            // allow beyond the contract's zero (100 ppm: the calibration's bound
+            // and CLOCK_MONOTONIC's NTP slew against CLOCK_MONOTONIC_RAW)
+            double slack = a->half + b->half + 100e-6 * (double)(a->at - b->at);
+            double moved = fabs(a->off - b->off) - slack;
+            fprintf(stderr,
+                    "publication %u at %+.3f ms: to_ns - system clock moved %.0f ns (brackets "
+                    "%.0f/%.0f ns, gap %.0f us, slack %.0f ns)\n",
+                    s[k].gen, (double)(when - s[0].at) * 1e-6, a->off - b->off, 2 * b->half,
+                    2 * a->half, (double)(a->at - b->at) * 1e-3, slack);
+            if (moved > worst) worst = moved;
+          }
+          out[0] = worst;
+          out[1] = seen;
+          out[3] = judged;
+          out[2] = tickclock_info_get()->baseline_ns * 1e-6;
+        },
+        v, 4));
+    MESSAGE("refinements (child " << attempt << "): " << v[1] << " publications, " << v[3]
+                            << " judged; worst move beyond the samples' slack " << v[0]
+                            << " ns, final baseline " << v[2] << " ms");
+    CHECK(v[0] < 2000);
+    if (v[3] >= v[1] - 1) break;
+  }
   CHECK(v[1] >= 4);  // baselines x4 from the quick calibration's up to 1 s
   CHECK(v[3] >= v[1] - 1);  // a stalled process may leave one unjudged
   CHECK(v[2] >= 1000);
-  CHECK(v[0] < 2000);
 }

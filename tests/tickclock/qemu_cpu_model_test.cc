@@ -28,6 +28,7 @@
 
 #include "doctest/doctest.h"
 #include "internal.h"
+#include "tickclock_tools.h"
 #include "tickclock.h"
 #include "tests/support/skip.h"
 
@@ -123,7 +124,7 @@ TEST_CASE("the library never executes RDTSCP (observed where RDTSCP raises SIGIL
   // control: on this CPU a raw RDTSCP kills the process with SIGILL
   int st = in_child([] {
     uint32_t aux;
-    (void)tkc_x86_rdtscp(&aux);
+    (void)tkt_x86_rdtscp(&aux);
   });
   REQUIRE_MESSAGE(WIFSIGNALED(st), "RDTSCP did not trap although CPUID says it is absent");
   REQUIRE(WTERMSIG(st) == SIGILL);
@@ -198,7 +199,7 @@ TEST_CASE("the decision QEMU's CPU model must produce") {
   if (!m->rdtscp) {
     int st = in_child([] {
       uint32_t aux;
-      (void)tkc_x86_rdtscp(&aux);
+      (void)tkt_x86_rdtscp(&aux);
     });
     CHECK(WIFSIGNALED(st));
     if (WIFSIGNALED(st)) CHECK(WTERMSIG(st) == SIGILL);

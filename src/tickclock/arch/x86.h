@@ -51,22 +51,6 @@ TKC_INLINE uint64_t tkc_x86_rdtsc_ordered(void) {
 }
 #endif
 
-/* RDTSCP: only for the probe and benchmarks, and only after checking
- * CPUID.80000001H:EDX[27]; it raises #UD where absent. */
-TKC_INLINE uint64_t tkc_x86_rdtscp(uint32_t *aux) {
-#if defined(_MSC_VER) && !defined(__clang__)
-  unsigned int a;
-  uint64_t t = __rdtscp(&a);
-  *aux = a;
-  return t;
-#else
-  uint32_t lo, hi, c;
-  __asm__ __volatile__("rdtscp" : "=a"(lo), "=d"(hi), "=c"(c) : : "memory");
-  *aux = c;
-  return (TKC_CAST(uint64_t, hi) << 32) | lo;
-#endif
-}
-
 #define TKC_ARCH_COUNTER TICKCLOCK_SOURCE_TSC
 #define tkc_arch_read tkc_x86_rdtsc
 #define tkc_arch_read_ordered tkc_x86_rdtsc_ordered

@@ -1,6 +1,8 @@
-/* tickclock internals — recorded CPUID fixtures: a pure parser, a leaf
+/* tickclock tools — recorded CPUID fixtures: a pure parser, a leaf
  * source over a parsed fixture, and evidence replayed from its metadata
- * (fixture.c; the format is in README.md). Test and tool entry points. */
+ * (fixture.c; the format is in src/tickclock/README.md). For the probe and
+ * the tests: part of the tools library (src/tools), never of the core or
+ * the single header. */
 #ifndef TICKCLOCK_FIXTURE_H
 #define TICKCLOCK_FIXTURE_H
 
@@ -31,19 +33,15 @@ typedef struct tickclock_fixture {
   tickclock_fixture_meta meta[TICKCLOCK_FIXTURE_MAX_META];
 } tickclock_fixture;
 
-/* Test and tool entry points: in the single header only with
- * TICKCLOCK_TEST_API (the vendored implementation leaves them out). */
-#if !defined(TKC_SINGLE_HEADER) || defined(TICKCLOCK_TEST_API)
 /* Parses len bytes of buf. Returns 0 on success; on error returns the
  * 1-based line number and writes "NAME:LINE: what" into err. */
-TKC_INTERNAL unsigned tickclock_fixture_parse(const char *buf, size_t len, const char *name,
+unsigned tickclock_fixture_parse(const char *buf, size_t len, const char *name,
                                  tickclock_fixture *out, char *err, size_t errlen);
 /* A tickclock_cpuid_fn over a parsed fixture (ctx = the fixture). */
-TKC_INTERNAL int tickclock_fixture_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf,
+int tickclock_fixture_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf,
                             tickclock_cpuid_regs *out);
 /* The value of "# key: value", or NULL. */
-TKC_INTERNAL const char *tickclock_fixture_meta_get(const tickclock_fixture *fx, const char *key);
-#endif
+const char *tickclock_fixture_meta_get(const tickclock_fixture *fx, const char *key);
 
 /* Evidence replayed from a fixture: the decoded leaves, and from its
  * metadata "# clocksource:", "# available_clocksource:", "# calibration_hz:"
@@ -51,9 +49,7 @@ TKC_INTERNAL const char *tickclock_fixture_meta_get(const tickclock_fixture *fx,
  * "# perf.time_mult:", "# perf.time_shift:" (cap_user_time set when both
  * are given), "# cpu_packages:", "# warp_check: pass|fail",
  * "# warp_max_ns:". Without a clocksource the Linux checks are off. */
-#if !defined(TKC_SINGLE_HEADER) || defined(TICKCLOCK_TEST_API) /* test-only, as above */
-TKC_INTERNAL void tickclock_fixture_evidence(const tickclock_fixture *fx, tickclock_evidence *ev);
-#endif
+void tickclock_fixture_evidence(const tickclock_fixture *fx, tickclock_evidence *ev);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,7 +1,7 @@
-/* tickclock — CPUID fixtures: a pure parser (shared by the probe and the
- * tests) and evidence replayed from one.
+/* tickclock tools — CPUID fixtures: a pure parser (shared by the probe and
+ * the tests) and evidence replayed from one.
  *
- * Format (README.md in this folder): one line per leaf, "LEAF SUBLEAF EAX EBX ECX EDX",
+ * Format (src/tickclock/README.md): one line per leaf, "LEAF SUBLEAF EAX EBX ECX EDX",
  * 8 hex digits each; blank lines; "#" comments, of which "# key: value"
  * (key: letters, digits, '_', '.', '-') are metadata.
  */
