@@ -63,7 +63,7 @@ void tkc_cal_start(tickclock_calibration *c, tkc_bracket b) {
 }
 
 static int tkc_cal_from(tkc_bracket a, tkc_bracket b,
-                               tickclock_calibration *out) {
+                        tickclock_calibration *out) {
   out->ok = 0;
   tkc_cal_start(out, a);
   out->bracket_end = b.width;
@@ -125,7 +125,7 @@ int tkc_calibrate(uint64_t (*rd)(void), uint32_t ms, tickclock_calibration *out)
 
 /* A refinement: the same start bracket, a new end bracket now. */
 int tkc_calibrate_from(uint64_t (*rd)(void), const tickclock_calibration *first,
-                              tickclock_calibration *out) {
+                       tickclock_calibration *out) {
   tkc_bracket a, b;
   a.mid = first->start_mid;
   a.ns = first->start_ns;

@@ -40,8 +40,8 @@ TKC_INTERNAL int tkc_calibrate(uint64_t (*read_ordered)(void), uint32_t ms,
                          tickclock_calibration *out);
 /* A refinement of first: its start bracket, an end bracket taken now. */
 TKC_INTERNAL int tkc_calibrate_from(uint64_t (*read_ordered)(void),
-                                                  const tickclock_calibration *first,
-                                                  tickclock_calibration *out);
+                                    const tickclock_calibration *first,
+                                    tickclock_calibration *out);
 /* One calibration end: the tightest of 16 (counter, raw clock, counter)
  * brackets. mid is the counter at the clock's instant to within width/2;
  * width is UINT64_MAX when every try stepped backwards, the raw clock

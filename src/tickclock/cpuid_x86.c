@@ -184,10 +184,10 @@ static void tkc_x86_decode_hv(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_fa
   }
 }
 
-void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out) {
+static void tkc_x86_decode_leaves(tickclock_cpuid_fn fn, void *ctx,
+                                  tickclock_x86_facts *out) {
   tickclock_cpuid_regs r;
   uint32_t base_family, ext_family, base_model, ext_model;
-  memset(out, 0, sizeof *out);
   if (!fn(ctx, 0, 0, &r)) return;
   out->have_cpuid = 1;
   out->max_leaf = r.eax;
@@ -252,6 +252,12 @@ void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts 
   if (out->hypervisor) tkc_x86_decode_hv(fn, ctx, out);
 }
 
+void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out) {
+  memset(out, 0, sizeof *out);
+  tkc_x86_decode_leaves(fn, ctx, out);
+  tickclock_x86_claims(out);
+}
+
 /* ---- frequency rules ------------------------------------------------------ */
 
 static int tkc_x86_is_intel(const tickclock_x86_facts *f) {
@@ -283,7 +289,7 @@ static int tkc_x86_intel_leaf(const tickclock_x86_facts *f, const char *rule, un
 }
 
 static int tkc_x86_set(tickclock_freq *out, uint64_t num, uint64_t den, int method,
-                              const char *name, double unc) {
+                       const char *name, double unc) {
   if (num == 0 || den == 0) return 0;
   tkc_reduce(&num, &den);
   out->ok = 1;
@@ -295,6 +301,12 @@ static int tkc_x86_set(tickclock_freq *out, uint64_t num, uint64_t den, int meth
   return 1;
 }
 
+/* A rule's frequency, claimed by source. */
+static int tkc_x86_claim(tickclock_freq *out, int source, int ok) {
+  if (ok) out->source = source;
+  return ok;
+}
+
 int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out) {
   const tickclock_x86_crystal *crystal;
   memset(out, 0, sizeof *out);
@@ -304,8 +316,10 @@ int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out)
     return tkc_x86_none(out, "leaf 0x15 reports no TSC/crystal ratio");
   /* TSC = crystal * num / den; crystal and num below 2^32: exact in 64 bits */
   if (f->leaf15_crystal_hz != 0)
-    return tkc_x86_set(out, (uint64_t)f->leaf15_crystal_hz * f->leaf15_num,
-                              f->leaf15_den, TICKCLOCK_FREQ_CPUID_15H, "cpuid_15h_crystal", 0);
+    return tkc_x86_claim(out, TKC_SRC_LEAF15_CRYSTAL,
+                         tkc_x86_set(out, (uint64_t)f->leaf15_crystal_hz * f->leaf15_num,
+                                     f->leaf15_den, TICKCLOCK_FREQ_CPUID_15H,
+                                     "cpuid_15h_crystal", 0));
   crystal = tickclock_x86_crystal_lookup(f);
   /* An entry is a claim about a model number; a part under that number on
    * another platform (Kaby Lake-X shares 0x9E with Kaby Lake-S and is 4.6 %
@@ -316,15 +330,16 @@ int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out)
                             TICKCLOCK_FREQ_CPUID_15H, "cpuid_15h_known_crystal", 0))
       return 0;
     out->from_table = 1;
-    return 1;
+    return tkc_x86_claim(out, TKC_SRC_LEAF15_TABLE, 1);
   }
   /* crystal = base * den / num, so TSC = crystal * num / den = base: the
    * ratio cancels exactly (Linux truncates the crystal to kHz first; we
    * keep the rational). Quantised like the base MHz. */
   if (f->leaf16_valid && f->base_mhz != 0)
-    return tkc_x86_set(out, (uint64_t)f->base_mhz * UINT64_C(1000000), 1,
-                              TICKCLOCK_FREQ_CPUID_15H, "cpuid_15h_from_16h",
-                              0.5 / (double)f->base_mhz * 1e6);
+    return tkc_x86_claim(out, TKC_SRC_LEAF15_FROM_16H,
+                         tkc_x86_set(out, (uint64_t)f->base_mhz * UINT64_C(1000000), 1,
+                                     TICKCLOCK_FREQ_CPUID_15H, "cpuid_15h_from_16h",
+                                     0.5 / (double)f->base_mhz * 1e6));
   if (tickclock_x86_crystal_excluded(f) != NULL)
     return tkc_x86_none(out, "leaf 0x15 gives a ratio but no crystal, the model is left "
                                     "out of the crystal table (its parts differ) and leaf 0x16 "
@@ -337,21 +352,24 @@ int tickclock_x86_freq_leaf16(const tickclock_x86_facts *f, tickclock_freq *out)
   memset(out, 0, sizeof *out);
   if (!tkc_x86_intel_leaf(f, "leaf 0x16 is", 0x16, f->leaf16_valid, out)) return 0;
   if (f->base_mhz == 0) return tkc_x86_none(out, "leaf 0x16 reports a base frequency of 0");
-  return tkc_x86_set(out, (uint64_t)f->base_mhz * UINT64_C(1000000), 1,
-                            TICKCLOCK_FREQ_CPUID_16H, "cpuid_16h",
-                            0.5 / (double)f->base_mhz * 1e6);
+  return tkc_x86_claim(out, TKC_SRC_LEAF16,
+                       tkc_x86_set(out, (uint64_t)f->base_mhz * UINT64_C(1000000), 1,
+                                   TICKCLOCK_FREQ_CPUID_16H, "cpuid_16h",
+                                   0.5 / (double)f->base_mhz * 1e6));
 }
 
 int tickclock_x86_freq_hypervisor(const tickclock_x86_facts *f, tickclock_freq *out) {
   memset(out, 0, sizeof *out);
   if (f->timing_leaf_valid && f->timing_tsc_khz != 0)
-    return tkc_x86_set(out, (uint64_t)f->timing_tsc_khz * 1000u, 1,
-                              TICKCLOCK_FREQ_HYPERVISOR, "hypervisor_40000010",
-                              0.5 / (double)f->timing_tsc_khz * 1e6);
+    return tkc_x86_claim(out, TKC_SRC_HV_TIMING,
+                         tkc_x86_set(out, (uint64_t)f->timing_tsc_khz * 1000u, 1,
+                                     TICKCLOCK_FREQ_HYPERVISOR, "hypervisor_40000010",
+                                     0.5 / (double)f->timing_tsc_khz * 1e6));
   if (f->xen_leaf3_valid && f->xen_tsc_khz != 0)
-    return tkc_x86_set(out, (uint64_t)f->xen_tsc_khz * 1000u, 1,
-                              TICKCLOCK_FREQ_HYPERVISOR, "xen_leaf3",
-                              0.5 / (double)f->xen_tsc_khz * 1e6);
+    return tkc_x86_claim(out, TKC_SRC_XEN_LEAF3,
+                         tkc_x86_set(out, (uint64_t)f->xen_tsc_khz * 1000u, 1,
+                                     TICKCLOCK_FREQ_HYPERVISOR, "xen_leaf3",
+                                     0.5 / (double)f->xen_tsc_khz * 1e6));
   if (!f->hypervisor) return tkc_x86_none(out, "no hypervisor (CPUID.1:ECX[31] clear)");
   if (!f->hv_valid)
     return tkc_x86_none(out, "hypervisor bit set but no hypervisor range at 0x40000000");
@@ -359,4 +377,25 @@ int tickclock_x86_freq_hypervisor(const tickclock_x86_facts *f, tickclock_freq *
                              "hypervisor '%s' (max leaf 0x%08x) publishes no TSC frequency leaf "
                              "(VMware/KVM 0x40000010, Xen base+3)",
                              f->hv_signature, (unsigned)f->hv_max_leaf);
+}
+
+/* One rule's claim into c; a rule without a frequency leaves its reason
+ * under the name and method of the leaf it read. */
+static void tkc_x86_rule_claim(tickclock_freq *c, int ok, const char *absent_name,
+                               int absent_method) {
+  if (ok) return;
+  c->ok = 0;
+  c->source = TKC_SRC_NONE;
+  c->name = absent_name;
+  c->method = absent_method;
+}
+
+void tickclock_x86_claims(tickclock_x86_facts *f) {
+  tickclock_freq *c = f->claims;
+  tkc_x86_rule_claim(&c[0], tickclock_x86_freq_leaf15(f, &c[0]), "cpuid_15h",
+                     TICKCLOCK_FREQ_CPUID_15H);
+  tkc_x86_rule_claim(&c[1], tickclock_x86_freq_hypervisor(f, &c[1]), "hypervisor",
+                     TICKCLOCK_FREQ_HYPERVISOR);
+  tkc_x86_rule_claim(&c[2], tickclock_x86_freq_leaf16(f, &c[2]), "cpuid_16h",
+                     TICKCLOCK_FREQ_CPUID_16H);
 }

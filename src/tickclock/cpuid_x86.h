@@ -40,6 +40,8 @@ TKC_INTERNAL int tickclock_cpuid_native(void *ctx, uint32_t leaf, uint32_t suble
 #define TICKCLOCK_XEN_TSC_RELIABLE 0x2u /* bit 1: the host TSC is reliable (stable) */
 #define TICKCLOCK_XEN_TSC_RDTSCP 0x4u   /* bit 2: RDTSCP is available */
 
+#define TKC_X86_CLAIMS 3 /* leaf 0x15, the hypervisor's leaf, leaf 0x16 */
+
 /* What the decider needs from CPUID, decoded with every leaf gated on the
  * maximum of its range (real CPUs and QEMU return another leaf's data past
  * the maximum). A *_valid flag says the leaf was inside its range. */
@@ -83,9 +85,17 @@ typedef struct tickclock_x86_facts {
   int hyperv_tsc_invariant; /* EAX[15] AccessTscInvariantControls */
   int timing_leaf_valid;   /* base+0x10 inside the range, signature VMware or KVM */
   uint32_t timing_tsc_khz, timing_bus_khz; /* base+0x10 EAX, EBX */
+  /* The frequency claims these leaves make, computed when decoding
+   * (tickclock_x86_claims): leaf 0x15's, the hypervisor's, leaf 0x16's,
+   * in that order; a rule that gives none has ok = 0 and its reason. */
+  tickclock_freq claims[TKC_X86_CLAIMS];
 } tickclock_x86_facts;
 
+/* Decodes every leaf fn answers into out, then its claims. */
 TKC_INTERNAL void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out);
+/* f's claims from its facts (what decoding ends with; again after a test
+ * edits the facts). */
+TKC_INTERNAL void tickclock_x86_claims(tickclock_x86_facts *f);
 
 /* A nominal crystal the CPU does not state (leaf 0x15 ECX = 0), by Intel
  * family 6 model, with the evidence for it (crystal_x86.c). */

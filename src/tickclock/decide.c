@@ -1,8 +1,11 @@
 /* tickclock — the decider: evidence in, decision out. Pure: no OS calls,
  * no CPUID, no clock reads; tested on recorded evidence (tests/fixtures).
- * The policy it implements is written out in README.md (this folder); the
- * trust rules are in trust.c, the frequency sources in freq_select.c.
- * tickclock_decide runs the policy's steps in order, one function each. */
+ * The policy it implements is written out in README.md (this folder): its
+ * steps 1-4 are trust.c's rules, step 5 and the frequency table are the
+ * frequency stage here with freq_select.c. tickclock_decide runs its own
+ * stages in order, one function each (named, not numbered, so that they
+ * are not mistaken for the policy's steps): request, candidates, choose,
+ * frequency (published first, else calibrated; its failures), record. */
 #include "decide.h"
 #include "text.h"
 
@@ -14,11 +17,13 @@ typedef struct tkc_choice {
   int forced;      /* TICKCLOCK_FORCED_*: who asked */
   int executable;  /* the counter can be read without trapping */
   int trusted;     /* TKC_TRUST_* */
+  int vdso_counter; /* the kernel's clock_gettime reads this counter too */
   int use_counter;
   char exec_why[TICKCLOCK_REASON_LEN];
   char trust_why[TICKCLOCK_REASON_LEN];
   tickclock_candidate *sys, *cnt;
   tickclock_freq_candidate *fc;
+  int freq_src[TICKCLOCK_MAX_FREQS]; /* each out->freqs entry's TKC_SRC_* */
   const char *cname;
 } tkc_choice;
 
@@ -28,17 +33,19 @@ static int tkc_os_source(const tickclock_evidence *ev) {
   return ev->os_source ? ev->os_source : TICKCLOCK_SOURCE_SYSTEM;
 }
 
-static void tkc_fill_system(const tickclock_evidence *ev, tickclock_info *out) {
-  int os = tkc_os_source(ev);
-  uint64_t hz = (os == TICKCLOCK_SOURCE_SYSTEM || ev->os_hz == 0) ? UINT64_C(1000000000) : ev->os_hz;
+void tkc_fill_os(tickclock_info *out, int os, uint64_t hz, double resolution_ns) {
+  if (os == TICKCLOCK_SOURCE_SYSTEM || hz == 0) hz = UINT64_C(1000000000);
   out->source = os;
+  out->source_name = tickclock_source_name(os);
   out->hz_num = hz;
   out->hz_den = 1;
   out->hz = (double)hz;
   out->freq_method = os == TICKCLOCK_SOURCE_SYSTEM ? TICKCLOCK_FREQ_IDENTITY : TICKCLOCK_FREQ_OS;
+  out->freq_method_name = tickclock_freq_method_name(out->freq_method);
   out->freq_detail = os == TICKCLOCK_SOURCE_SYSTEM ? "identity" : "query_performance_frequency";
   out->uncertainty_ppm = 0;
-  out->resolution_ns = ev->os_resolution_ns > 0 ? ev->os_resolution_ns : 1e9 / (double)hz;
+  out->freq_pending_check = 0;
+  out->resolution_ns = resolution_ns > 0 ? resolution_ns : 1e9 / (double)hz;
   tickclock_conv_init(&out->conv, out->hz_num, out->hz_den);
 }
 
@@ -47,17 +54,18 @@ static const char *tkc_forced_by(int forced) {
 }
 
 static void tkc_env_refused(tickclock_info *out, int forced, const char *name,
-                                   const char *because) {
+                            const char *because) {
   out->request_refused = 1;
   if (forced == TICKCLOCK_FORCED_BY_ENV)
     tkc_fmt(out->env_error, sizeof out->env_error,
-                   "TICKCLOCK_SOURCE=%s is unusable (%s); keeping the automatic choice", name,
-                   because);
+            "TICKCLOCK_SOURCE=%s is unusable (%s); keeping the automatic choice", name,
+            because);
 }
 
-/* 1. what was asked for: the config wins over the environment */
+/* request: what was asked for; the config wins over the environment */
 static void tkc_step_request(const tickclock_evidence *ev, tickclock_info *out,
-                                    tkc_choice *d) {
+                             tkc_choice *d) {
+  d->cname = tickclock_source_name(ev->arch_counter);
   if (ev->cfg_source != TICKCLOCK_SOURCE_AUTO) {
     d->requested = ev->cfg_source;
     d->forced = TICKCLOCK_FORCED_BY_CONFIG;
@@ -69,8 +77,8 @@ static void tkc_step_request(const tickclock_evidence *ev, tickclock_info *out,
       tkc_escape(shown, sizeof shown, ev->env_value);
       tkc_source_name_list(names, sizeof names);
       tkc_fmt(out->env_error, sizeof out->env_error,
-                     "TICKCLOCK_SOURCE='%s' is not one of %s; keeping the automatic choice",
-                     shown, names);
+              "TICKCLOCK_SOURCE='%s' is not one of %s; keeping the automatic choice",
+              shown, names);
     } else if (s != TICKCLOCK_SOURCE_AUTO) {
       d->requested = s;
       d->forced = TICKCLOCK_FORCED_BY_ENV;
@@ -78,9 +86,10 @@ static void tkc_step_request(const tickclock_evidence *ev, tickclock_info *out,
   }
 }
 
-/* 2. the candidates: the OS clock always, the counter where there is one */
+/* candidates: the OS clock always, the counter where there is one (with
+ * policy steps 1-4: can it be read, may it be trusted) */
 static void tkc_step_candidates(const tickclock_evidence *ev, tickclock_info *out,
-                                       tkc_choice *d) {
+                                tkc_choice *d) {
   tickclock_candidate *sys = &out->candidates[out->n_candidates++];
   d->sys = sys;
   sys->source = tkc_os_source(ev);
@@ -88,10 +97,10 @@ static void tkc_step_candidates(const tickclock_evidence *ev, tickclock_info *ou
   sys->usable = 1;
   sys->read_ns = ev->os_read_ns;
   tkc_strlcpy(sys->reason,
-                     sys->source == TICKCLOCK_SOURCE_QPC
-                         ? "QueryPerformanceCounter: always available, exact conversion at QPF"
-                         : "clock_gettime(CLOCK_MONOTONIC): always available, ticks are ns",
-                     sizeof sys->reason);
+              sys->source == TICKCLOCK_SOURCE_QPC
+                  ? "QueryPerformanceCounter: always available, exact conversion at QPF"
+                  : "clock_gettime(CLOCK_MONOTONIC): always available, ticks are ns",
+              sizeof sys->reason);
   if (ev->arch_counter) {
     d->cnt = &out->candidates[out->n_candidates++];
     d->cnt->source = ev->arch_counter;
@@ -100,14 +109,15 @@ static void tkc_step_candidates(const tickclock_evidence *ev, tickclock_info *ou
     d->executable = tkc_counter_executable(ev, d->exec_why, sizeof d->exec_why);
     if (d->executable)
       d->trusted = tkc_counter_trusted(ev, d->trust_why, sizeof d->trust_why);
+    d->vdso_counter = tkc_vdso_reads_counter(ev);
   } else {
     tkc_counter_executable(ev, d->exec_why, sizeof d->exec_why);
   }
 }
 
-/* 3. choose: a forced counter only when executable; else the policy */
+/* choose: a forced counter only when executable; else the policy */
 static void tkc_step_choose(const tickclock_evidence *ev, tickclock_info *out,
-                                   tkc_choice *d) {
+                            tkc_choice *d) {
   if (d->forced && d->requested == tkc_os_source(ev)) d->requested = TICKCLOCK_SOURCE_SYSTEM;
   if (d->forced && d->requested != TICKCLOCK_SOURCE_SYSTEM) {
     if (d->cnt && d->requested == ev->arch_counter && d->executable) {
@@ -125,9 +135,10 @@ static void tkc_step_choose(const tickclock_evidence *ev, tickclock_info *out,
     d->use_counter = d->cnt && d->executable && d->trusted != TKC_TRUST_NO;
 }
 
-/* 4b. why the chosen counter cannot be used after all, or NULL. */
+/* frequency, its failures (policy step 5): why the chosen counter cannot
+ * be used after all, or NULL. */
 static const char *tkc_frequency_failure(const tickclock_evidence *ev, tickclock_info *out,
-                                                tkc_choice *d, char *buf, size_t n) {
+                                         tkc_choice *d, char *buf, size_t n) {
   if (!ev->cal.ok && ev->cal.no_clock)
     return "calibration impossible: CLOCK_MONOTONIC_RAW could not be read (clock_gettime "
            "failed: a sandbox or seccomp filter denies it?)";
@@ -136,9 +147,9 @@ static const char *tkc_frequency_failure(const tickclock_evidence *ev, tickclock
            "with the clock)";
   if (!d->forced && ev->cal.uncertainty_ppm > TICKCLOCK_CAL_MAX_UNCERTAINTY_PPM) {
     tkc_fmt(buf, n,
-                   "calibration brackets too wide (%.0f ppm > %.0f): counter reads on different "
-                   "CPUs disagree (TSC warp) or every sample was preempted",
-                   ev->cal.uncertainty_ppm, TICKCLOCK_CAL_MAX_UNCERTAINTY_PPM);
+            "calibration brackets too wide (%.0f ppm > %.0f): counter reads on different "
+            "CPUs disagree (TSC warp) or every sample was preempted",
+            ev->cal.uncertainty_ppm, TICKCLOCK_CAL_MAX_UNCERTAINTY_PPM);
     return buf;
   }
   if (d->trusted == TKC_TRUST_IF_HV_AGREES) {
@@ -148,14 +159,14 @@ static const char *tkc_frequency_failure(const tickclock_evidence *ev, tickclock
       if (out->freqs[i].method == TICKCLOCK_FREQ_HYPERVISOR && out->freqs[i].usable) agreed = 1;
     if (!agreed) {
       tkc_fmt(d->trust_why, sizeof d->trust_why,
-                     "the kernel prefers the paravirtual clock '%s' and the hypervisor's TSC "
-                     "frequency disagrees with calibration",
-                     ev->clocksource);
+              "the kernel prefers the paravirtual clock '%s' and the hypervisor's TSC "
+              "frequency disagrees with calibration",
+              ev->clocksource);
       d->trusted = TKC_TRUST_NO;
       if (!d->forced) return d->trust_why; /* a forced TSC stays, with this as its caveat */
     }
   }
-  d->fc = tkc_pick_freq(ev, out);
+  d->fc = tkc_pick_freq(ev, out, d->freq_src);
   if (d->fc == NULL) return "no frequency source agrees with calibration";
   if (tickclock_conv_init(&out->conv, d->fc->hz_num, d->fc->hz_den) != TICKCLOCK_OK) {
     tkc_fmt(buf, n, "frequency %.0f Hz is outside the supported 1 Hz..1 THz", d->fc->hz);
@@ -170,20 +181,20 @@ static int tkc_cal_pending(const tickclock_evidence *ev) {
   return !ev->cal.ok && ev->cal.ticks == 0 && ev->cal.ns == 0;
 }
 
-/* 4a. A first state from a published frequency, before any calibration:
- * only for an automatic choice of a counter the trust rules accept (under
- * a paravirtual clock, only the hypervisor's own frequency, whose
- * agreement the first refinement then checks), and only when the caller
- * did not ask for a calibration of its own. 1 when the caller must
- * calibrate first. */
+/* frequency, published: a first state from a published frequency, before
+ * any calibration: only for an automatic choice of a counter the trust
+ * rules accept (under a paravirtual clock, only the hypervisor's own
+ * frequency, whose agreement the first refinement then checks), and only
+ * when the caller did not ask for a calibration of its own. 1 when the
+ * caller must calibrate first. */
 static int tkc_step_published(const tickclock_evidence *ev, tickclock_info *out,
-                                     tkc_choice *d) {
+                              tkc_choice *d) {
   if (!ev->cal_deferrable || d->forced ||
       (d->trusted != TKC_TRUST_YES && d->trusted != TKC_TRUST_IF_HV_AGREES))
     return 1;
-  tkc_collect_freqs(ev, out);
-  tkc_check_freqs(ev, out, 1);
-  d->fc = tkc_pick_freq(ev, out);
+  tkc_collect_freqs(ev, out, d->freq_src);
+  tkc_check_freqs(ev, out, d->freq_src, 1);
+  d->fc = tkc_pick_freq(ev, out, d->freq_src);
   if (d->fc == NULL ||
       (d->trusted == TKC_TRUST_IF_HV_AGREES && d->fc->method != TICKCLOCK_FREQ_HYPERVISOR) ||
       tickclock_conv_init(&out->conv, d->fc->hz_num, d->fc->hz_den) != TICKCLOCK_OK)
@@ -192,17 +203,17 @@ static int tkc_step_published(const tickclock_evidence *ev, tickclock_info *out,
   return 0;
 }
 
-/* 4. frequency: calibrate, collect every source, cross-check, pick.
+/* frequency: calibrate, collect every claim, cross-check, pick.
  * Returns 1 when the caller must calibrate first. */
 static int tkc_step_frequency(const tickclock_evidence *ev, tickclock_info *out,
-                                     tkc_choice *d) {
+                              tkc_choice *d) {
   const char *fail;
   char buf[TICKCLOCK_REASON_LEN];
   if (d->use_counter && tkc_cal_pending(ev))
     return tkc_step_published(ev, out, d); /* else the caller calibrates and asks again */
   if (d->cnt) {
-    tkc_collect_freqs(ev, out);
-    tkc_check_freqs(ev, out, 0);
+    tkc_collect_freqs(ev, out, d->freq_src);
+    tkc_check_freqs(ev, out, d->freq_src, 0);
   }
   if (!d->use_counter) return 0;
   fail = tkc_frequency_failure(ev, out, d, buf, sizeof buf);
@@ -218,9 +229,9 @@ static int tkc_step_frequency(const tickclock_evidence *ev, tickclock_info *out,
   return 0;
 }
 
-/* 5a. record the counter as the choice */
+/* record: the counter as the choice */
 static void tkc_record_counter(const tickclock_evidence *ev, tickclock_info *out,
-                                      tkc_choice *d) {
+                               tkc_choice *d) {
   tickclock_freq_candidate *fc = d->fc;
   tickclock_candidate *cnt = d->cnt;
   out->source = ev->arch_counter;
@@ -236,7 +247,7 @@ static void tkc_record_counter(const tickclock_evidence *ev, tickclock_info *out
   cnt->usable = 1;
   if (d->forced && d->trusted == TKC_TRUST_NO)
     tkc_fmt(cnt->reason, sizeof cnt->reason, "forced by %s although %s",
-                   tkc_forced_by(d->forced), d->trust_why);
+            tkc_forced_by(d->forced), d->trust_why);
   else {
     const char *basis = ev->arch_counter != TICKCLOCK_SOURCE_TSC ? "counter trusted"
                         : d->trusted == TKC_TRUST_IF_HV_AGREES && out->freq_pending_check
@@ -249,43 +260,35 @@ static void tkc_record_counter(const tickclock_evidence *ev, tickclock_info *out
                                                 : "invariant TSC, no kernel verdict, packages "
                                                   "unknown";
     char cost[48];
-    /* When the kernel's clock itself runs on the TSC (clocksource tsc,
-     * or kvm-clock/Hyper-V's page, which scale it), clock_gettime in the
-     * vDSO executes RDTSC too: a trapping RDTSC slows both, so the
-     * read-cost comparison can hardly refuse anything. (What calibration
-     * cannot see is said on the calibration's own entry.) */
-    int vdso_tsc = ev->arch_counter == TICKCLOCK_SOURCE_TSC && ev->os_linux &&
-                   (strcmp(ev->clocksource, "tsc") == 0 ||
-                    tkc_is_paravirt_clock(ev->clocksource));
     if (ev->counter_read_ns <= 0)
       tkc_strlcpy(cost, "read cost not measured", sizeof cost);
     else
       tkc_fmt(cost, sizeof cost, "%.1f ns per read", ev->counter_read_ns);
     tkc_fmt(cnt->reason, sizeof cnt->reason, "%s%s, %s%s, %.6f MHz from %s%s",
-                   d->forced ? "forced; " : "", basis, cost,
-                   vdso_tsc ? " (the vDSO reads the TSC too: cannot show a trap)" : "",
-                   out->hz / 1e6, fc->name,
-                   out->freq_pending_check ? " (published; not calibrated yet)" : "");
+            d->forced ? "forced; " : "", basis, cost,
+            d->vdso_counter ? " (the vDSO reads the TSC too: cannot show a trap)" : "",
+            out->hz / 1e6, fc->name,
+            out->freq_pending_check ? " (published; not calibrated yet)" : "");
   }
   tkc_strlcpy(d->sys->reason, "not needed: the hardware counter is trusted and cheaper",
-                     sizeof d->sys->reason);
+              sizeof d->sys->reason);
   tkc_strlcpy(out->why, cnt->reason, sizeof out->why);
 }
 
-/* 5b. record the OS clock as the choice */
+/* record: the OS clock as the choice */
 static void tkc_record_system(const tickclock_evidence *ev, tickclock_info *out,
-                                     tkc_choice *d) {
+                              tkc_choice *d) {
   tickclock_candidate *cnt = d->cnt, *sys = d->sys;
-  tkc_fill_system(ev, out);
+  tkc_fill_os(out, tkc_os_source(ev), ev->os_hz, ev->os_resolution_ns);
   sys->chosen = 1;
   if (cnt) {
     cnt->usable = d->executable && d->trusted == TKC_TRUST_YES;
     if (cnt->usable)
       tkc_fmt(cnt->reason, sizeof cnt->reason, "usable, but %s was forced by %s",
-                     sys->name, tkc_forced_by(d->forced));
+              sys->name, tkc_forced_by(d->forced));
     else
       tkc_strlcpy(cnt->reason, d->executable ? d->trust_why : d->exec_why,
-                         sizeof cnt->reason);
+                  sizeof cnt->reason);
   }
   if (d->forced)
     tkc_fmt(out->why, sizeof out->why, "forced by %s", tkc_forced_by(d->forced));
@@ -301,14 +304,13 @@ int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
   d.requested = TICKCLOCK_SOURCE_AUTO;
   d.forced = TICKCLOCK_FORCED_NO;
   d.trusted = TKC_TRUST_NO;
-  d.cname = tickclock_source_name(ev->arch_counter);
   memset(out, 0, sizeof *out);
 
   tkc_step_request(ev, out, &d);
   tkc_step_candidates(ev, out, &d);
   tkc_step_choose(ev, out, &d);
   if (tkc_step_frequency(ev, out, &d)) return 1;
-  out->forced = d.forced; /* 5. record */
+  out->forced = d.forced; /* record */
   if (d.use_counter && d.fc != NULL)
     tkc_record_counter(ev, out, &d);
   else

@@ -11,11 +11,28 @@
 extern "C" {
 #endif
 
+/* ---- the decider's limits ---- */
+/* Agreement bound: a frequency source is refused when it disagrees with
+ * calibration by more than TICKCLOCK_AGREE_PPM plus the calibration's own
+ * uncertainty and the source's quantisation. */
+#define TICKCLOCK_AGREE_PPM 25.0
+/* An automatic choice refuses the counter when the calibration's own bound
+ * exceeds this (policy step 5 in README.md): the quick calibration is
+ * lengthened until it is under it (calibrate.c), and a frequency worse than
+ * it is never published for the counter. */
+#define TICKCLOCK_CAL_MAX_UNCERTAINTY_PPM TICKCLOCK_CAL_TARGET_PPM
+
 /* Pure: evidence -> decision (a filled tickclock_info, conversion included).
  * Returns 1 if the decision needs a calibration of the arch counter that
  * the evidence does not yet hold (the caller calibrates and decides again),
  * 0 when final. */
 TKC_INTERNAL int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out);
+
+/* The OS clock os (TICKCLOCK_SOURCE_SYSTEM: ticks are ns; _QPC: ticks at
+ * hz) as out's source and frequency: the one builder of the fallback's
+ * state (the decision's, and re-validation's switch to it). resolution_ns
+ * 0: one tick. */
+TKC_INTERNAL void tkc_fill_os(tickclock_info *out, int os, uint64_t hz, double resolution_ns);
 
 /* ---- the trust policy (trust.c) ---- */
 /* Can the arch counter be read without trapping? (pure; reason in why) */
@@ -29,23 +46,28 @@ TKC_INTERNAL int tkc_counter_executable(const tickclock_evidence *ev, char *why,
 TKC_INTERNAL int tkc_counter_trusted(const tickclock_evidence *ev, char *why, size_t n);
 /* Is cs a paravirtual clocksource (kvm-clock, Hyper-V's, Xen's)? */
 TKC_INTERNAL int tkc_is_paravirt_clock(const char *cs);
+/* Does the kernel's clock_gettime execute the counter's read too (the
+ * TSC under clocksource tsc or a paravirtual clock that scales it)? Then
+ * a trapping read slows both and the read-cost check can hardly refuse. */
+TKC_INTERNAL int tkc_vdso_reads_counter(const tickclock_evidence *ev);
 
 /* ---- frequency-source selection (freq_select.c) ---- */
-/* Every frequency source for the arch counter into out->freqs: the ones
- * found, and the ones that were not, with the reason. */
-TKC_INTERNAL void tkc_collect_freqs(const tickclock_evidence *ev, tickclock_info *out);
+/* Calibration and every claim in the evidence into out->freqs, each
+ * entry's TKC_SRC_* into src[] (TKC_SRC_NONE for a source that gave no
+ * frequency, with the reason). */
+TKC_INTERNAL void tkc_collect_freqs(const tickclock_evidence *ev, tickclock_info *out, int *src);
 /* Cross-checks every source against calibration; the pairwise matrix.
  * provisional (no calibration yet, it may be deferred): the published
  * sources are usable unchecked, the others not. */
 TKC_INTERNAL void tkc_check_freqs(const tickclock_evidence *ev, tickclock_info *out,
-                                  int provisional);
+                                  const int *src, int provisional);
 /* A source stated by whoever runs the counter (perf page, leaf 0x15 with
  * its crystal on bare metal, a hypervisor leaf, the architecture's
  * register): one that may be used before calibration. */
-TKC_INTERNAL int tkc_freq_published(const tickclock_freq_candidate *c, int in_vm);
+TKC_INTERNAL int tkc_freq_published(int source, int in_vm);
 /* The preferred usable source by rank, or NULL. */
 TKC_INTERNAL tickclock_freq_candidate *tkc_pick_freq(const tickclock_evidence *ev,
-                                                                   tickclock_info *out);
+                                                     tickclock_info *out, const int *src);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -33,6 +33,7 @@ double tkc_measure_read_ns(uint64_t (*rd)(void)) {
 static void tkc_nominal(tickclock_freq *f, const char *name, int method, uint64_t hz) {
   if (hz == 0) return;
   f->ok = 1;
+  f->source = method == TICKCLOCK_FREQ_ARCH_REGISTER ? TKC_SRC_ARCH_REGISTER : TKC_SRC_ARCH_FILE;
   f->hz_num = hz;
   f->hz_den = 1;
   f->method = method;
@@ -73,7 +74,7 @@ static void tkc_gather_nominal(tickclock_freq *f) {
   (void)tkc_nominal;
 #if defined(TKC_NOMINAL_HZ)
   tkc_nominal(f, TKC_NOMINAL_NAME, TICKCLOCK_FREQ_ARCH_REGISTER,
-                     TKC_NOMINAL_HZ());
+              TKC_NOMINAL_HZ());
 #endif
 #if defined(__linux__) && defined(TKC_NOMINAL_DT_TIMEBASE)
   if (!f->ok)
@@ -96,14 +97,9 @@ void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev) {
   if (ev->tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV) tkc_os_use_syscall(1);
 #endif
   ev->cfg_source = cfg ? cfg->source : TICKCLOCK_SOURCE_AUTO;
+  ev->cal_deferrable = cfg == NULL || cfg->calibration_ms == 0;
   tkc_gather_nominal(&ev->arch_nominal);
-#if defined(_WIN32)
-  ev->os_source = TICKCLOCK_SOURCE_QPC;
-  ev->os_hz = tkc_qpc_hz();
-#else
-  ev->os_source = TICKCLOCK_SOURCE_SYSTEM;
-  ev->os_hz = UINT64_C(1000000000);
-#endif
+  ev->os_source = tkc_os_fallback(&ev->os_hz);
 
 #if defined(TKC_ARCH_COUNTER)
   ev->arch_counter = TKC_ARCH_COUNTER;
@@ -115,10 +111,10 @@ void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev) {
 #if defined(__linux__)
   ev->os_linux = 1;
   ev->clocksource_known = tkc_p_read_line(TKC_SYSFS_CURRENT_CLOCKSOURCE,
-                                                 ev->clocksource, sizeof ev->clocksource);
+                                          ev->clocksource, sizeof ev->clocksource);
   ev->available_known = tkc_p_read_line(TKC_SYSFS_AVAILABLE_CLOCKSOURCE,
-                                               ev->available_clocksource,
-                                               sizeof ev->available_clocksource);
+                                        ev->available_clocksource,
+                                        sizeof ev->available_clocksource);
 #if defined(TKC_X86)
   /* ~100 us (a syscall, an mmap): only where the page can hold a TSC
    * conversion, i.e. when the kernel's clock runs on the TSC (with a
@@ -143,4 +139,5 @@ void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev) {
 #else
   (void)dummy;
 #endif
+  tkc_list_claims(ev);
 }

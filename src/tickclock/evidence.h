@@ -14,15 +14,7 @@
 extern "C" {
 #endif
 
-/* Agreement bound: a frequency source is refused when it disagrees with
- * calibration by more than TICKCLOCK_AGREE_PPM plus the calibration's own
- * uncertainty and the source's quantisation. */
-#define TICKCLOCK_AGREE_PPM 25.0
-/* An automatic choice refuses the counter when the calibration's own bound
- * exceeds this (policy step 5 in README.md): the quick calibration is
- * lengthened until it is under it (calibrate.c), and a frequency worse than
- * it is never published for the counter. */
-#define TICKCLOCK_CAL_MAX_UNCERTAINTY_PPM TICKCLOCK_CAL_TARGET_PPM
+#define TKC_MAX_CLAIMS (2 + TKC_X86_CLAIMS) /* calibration, perf page, the decoder's */
 
 typedef struct tickclock_evidence {
   int arch_counter;            /* the ISA's counter source, 0 if none */
@@ -55,7 +47,18 @@ typedef struct tickclock_evidence {
   int warp_checked;            /* a cross-CPU warp check ran on every CPU pair */
   int warp_ok;                 /* ... and no read stepped back across CPUs */
   double warp_max_ns;          /* its largest backward step, ns */
+  /* Every frequency source's claim, in the order the decision lists them
+   * (tkc_list_claims): calibration (cal above), then on x86 the perf page
+   * and the decoder's claims (leaf 0x15, hypervisor, leaf 0x16), on other
+   * ISAs the architecture's statement where there is one. */
+  tickclock_freq claims[TKC_MAX_CLAIMS];
+  unsigned n_claims;
 } tickclock_evidence;
+
+/* Pure: the claims list from the facts gathered above (claims.c); the
+ * gatherer and the fixture reader end with it, and so must whatever
+ * changes the facts afterwards (a calibration, a test's edit). */
+TKC_INTERNAL void tkc_list_claims(tickclock_evidence *ev);
 
 /* Impure gathering, through the platform. */
 TKC_INTERNAL void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev);

@@ -10,8 +10,26 @@
 extern "C" {
 #endif
 
+/* Who claims a frequency (tickclock_freq.source): one value per source,
+ * so the decider tells sources apart without comparing names. */
+#define TKC_SRC_NONE 0            /* a rule that gave no frequency (why says why) */
+#define TKC_SRC_CALIBRATION 1     /* measured against CLOCK_MONOTONIC_RAW */
+#define TKC_SRC_PERF_PAGE 2       /* the kernel's perf page time_mult/time_shift */
+#define TKC_SRC_ARCH_REGISTER 3   /* the architecture's statement (CNTFRQ_EL0, TOD) */
+#define TKC_SRC_ARCH_FILE 4       /* the device tree or /proc/cpuinfo timebase */
+#define TKC_SRC_LEAF15_CRYSTAL 5  /* leaf 0x15 with the crystal in ECX */
+#define TKC_SRC_LEAF15_TABLE 6    /* leaf 0x15 with the crystal table's crystal */
+#define TKC_SRC_LEAF15_FROM_16H 7 /* leaf 0x15's ratio over leaf 0x16's base */
+#define TKC_SRC_LEAF16 8          /* leaf 0x16's nominal base MHz */
+#define TKC_SRC_HV_TIMING 9       /* VMware/KVM base+0x10 TSC kHz */
+#define TKC_SRC_XEN_LEAF3 10      /* Xen base+3 TSC kHz */
+#define TKC_SRC_COUNT 11
+
+/* A frequency claim: a source's frequency with its stated uncertainty, or
+ * (ok = 0) the reason it gave none. */
 typedef struct tickclock_freq {
   int ok;
+  int source;               /* TKC_SRC_* */
   uint64_t hz_num, hz_den;  /* reduced */
   int method;               /* tickclock_freq_method */
   const char *name;         /* "cpuid_15h_crystal", ... (tsc_hz.method) */

@@ -34,8 +34,6 @@
 #if !defined(TICKCLOCK_STATIC) /* TICKCLOCK_STATIC: tickclock.h defines them */
 TKC_SHARED int tkc_g_source = 0;
 const tickclock_info *TKC_SHARED tkc_g_state = NULL;
-/* Unit tick at which tickclock_to_ns runs the periodic re-validation. */
-TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_reval_deadline = UINT64_MAX;
 #endif
 
 /* ---- states (all below: lock held) ------------------------------------ */
@@ -83,74 +81,18 @@ tickclock_info *tkc_take_slot(int may_alloc) {
 }
 
 
-/* Every field given: the two "never" deadlines are not zero. */
-TKC_BOOK_LINKAGE tkc_book tkc_bk = {
-    TICKCLOCK_CHECK_DEFAULT_MS, UINT64_MAX, 0, 0, {0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0, 0, 0, 0},
-    0, UINT64_MAX, 0, {0, 0, 0, 0}, {0, 0, 0, 0}, 0, 0, {0}};
-
 void tkc_reserve_slots(void) {
   while (tkc_n_ready < TKC_READY_SLOTS) {
     tickclock_info *slot = tkc_new_slot(1);
     if (slot == NULL) break;
     tkc_ready[tkc_n_ready++] = slot;
   }
-  if (tkc_bk.refine_deferred && tkc_n_ready > 0) {
-    const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
-    tkc_bk.refine_deferred = 0;
-    if (s != NULL && tkc_bk.refine_on) {
-      tkc_bk.refine_at = tkc_bk.max_seen; /* due at once */
-      tkc_store_deadline();
-    }
-  }
+  if (tkc_refine_deferred() && tkc_n_ready > 0)
+    tkc_refine_rearm(TKC_LOAD_ACQUIRE(&tkc_g_state) != NULL, tkc_max_seen());
 }
 
 int tkc_reads_counter(const tickclock_info *s) {
   return s->read_path == TICKCLOCK_READ_COUNTER || s->read_path == TICKCLOCK_READ_COUNTER_MAPPED;
-}
-
-/* A source reading -> unit ticks under s (never below base_ticks). */
-uint64_t tkc_map(const tickclock_info *s, uint64_t r) {
-  uint64_t d = r >= s->src_base ? r - s->src_base : 0, ns;
-  if (s->read_path == TICKCLOCK_READ_COUNTER) return r; /* the raw counter is the unit */
-  if (s->src_is_unit) return s->base_ticks + d;
-  ns = tickclock_conv_ticks_to_ns(&s->src_conv, d);
-  return s->base_ticks + (s->scaled ? tickclock_conv_ns_to_ticks(&s->conv, ns) : ns);
-}
-
-uint64_t tkc_max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
-
-/* ticks below s->base_ticks: the newest earlier state whose base lies at
- * or below them (bases need not grow with generations: a same-counter
- * republication puts its base a guard ahead). skip jumps over a run of
- * states none of which can be it (their lowest base is above ticks), so
- * the walk takes O(log^2 n) steps, never one per publication. */
-uint64_t tkc_ns_before(const tickclock_info *s, uint64_t ticks) {
-  const tickclock_info *x = s->prev, *root = s;
-  uint64_t ns;
-  while (x != NULL) {
-    root = x;
-    if (x->base_ticks <= ticks) return tkc_ns_in(x, ticks);
-    x = (x->skip_min_base > ticks && x->skip != NULL) ? x->skip : x->prev;
-  }
-  /* before the first base (the first state's base is 0: not in practice) */
-  ns = tickclock_conv_ticks_to_ns(&root->conv, root->base_ticks - ticks);
-  return ns > root->base_ns ? 0 : root->base_ns - ns;
-}
-
-/* Links a state about to be published into the history's jumps: skip is
- * the ancestor whose generation is its own with the lowest set bit
- * cleared, reached through the ancestors' own jumps, which tile the
- * generations in between (as a Fenwick tree does). */
-static void tkc_link_history(tickclock_info *st) {
-  unsigned target = st->generation & (st->generation - 1u);
-  const tickclock_info *x = st->prev;
-  uint64_t low = st->base_ticks;
-  while (x != NULL && x->generation > target) {
-    if (x->skip_min_base < low) low = x->skip_min_base;
-    x = x->skip; /* NULL: its run reached the first state */
-  }
-  st->skip = x;
-  st->skip_min_base = low;
 }
 
 /* An upper bound of the unit ticks old has handed out so far. A counter
@@ -164,63 +106,25 @@ static void tkc_link_history(tickclock_info *st) {
  * would be (0 otherwise). */
 static uint64_t tkc_now_bound(const tickclock_info *old, int trust, uint64_t *lo,
                               double *allow_ns) {
-  uint64_t t = tkc_bk.max_seen;
+  uint64_t t = tkc_max_seen();
+  tkc_bracket prev;
   *lo = 0;
   *allow_ns = 0;
   if (!tkc_reads_counter(old)) {
     *lo = tkc_map(old, tkc_p_os_ns());
     return tkc_max_u64(t, *lo);
   }
-  if (trust != TKC_NO_READ) {
+  if (trust != TKC_OLD_UNREADABLE) {
     *lo = tkc_map(old, tkc_p_counter_ordered());
     t = tkc_max_u64(t, *lo);
   }
-  if (trust != TKC_TRUST && tkc_bk.chk_on) {
+  if (trust != TKC_OLD_HEALTHY && tkc_last_sample(&prev)) {
     uint64_t raw = tkc_p_raw_ns(), susp = tkc_p_suspended_ns();
-    uint64_t dt = raw > tkc_bk.chk_prev.ns ? raw - tkc_bk.chk_prev.ns : 0, c;
-    double slack;
-    /* CLOCK_MONOTONIC_RAW stopped in a suspend since; the counter may not have */
-    if (susp != UINT64_MAX && tkc_bk.chk_prev.susp != UINT64_MAX && susp > tkc_bk.chk_prev.susp)
-      dt += susp - tkc_bk.chk_prev.susp;
-    slack = (double)dt * (TICKCLOCK_REVALIDATE_DRIFT_PPM + old->uncertainty_ppm) * 1e-6 +
-                   TICKCLOCK_REVALIDATE_DRIFT_ABS_NS;
-    c = tkc_bk.chk_prev.mid + tkc_bk.chk_prev.width / 2 +
-                 tickclock_conv_ns_to_ticks(&old->src_conv, dt + (uint64_t)slack);
+    uint64_t c = tkc_extrapolate(old, prev, raw, susp, allow_ns);
     t = tkc_max_u64(t, tkc_map(old, c));
-    /* the counter, had it stayed healthy, lies within the sample's width
-     * and its stated uncertainty of dt from the sample: the extrapolation
-     * is at most slack + that away (measured from c, never from a
-     * reading of a counter that failed) */
-    *allow_ns = slack + (double)dt * old->uncertainty_ppm * 1e-6 +
-                (double)tickclock_conv_ticks_to_ns(&old->src_conv, tkc_bk.chk_prev.width) + 2.0;
     *lo = tkc_map(old, c);
   }
   return t;
-}
-
-/* The unit tick ns after from under s (saturating below UINT64_MAX). */
-uint64_t tkc_after(const tickclock_info *s, uint64_t from, uint64_t ns) {
-  uint64_t d = from + (s->scaled ? tickclock_conv_ns_to_ticks(&s->conv, ns) : ns);
-  return (d < from || d == UINT64_MAX) ? UINT64_MAX - 1 : d;
-}
-
-/* The deadline the inline conversions compare with: the earlier of the
- * next periodic check and the next refinement. */
-void tkc_store_deadline(void) {
-  uint64_t d = tkc_bk.chk_on ? tkc_bk.reval_at : UINT64_MAX;
-  if (tkc_bk.chk_on && tkc_bk.refine_on && tkc_bk.refine_at < d)
-    d = tkc_bk.refine_at;
-  TKC_STORE_RELEASE(&tkc_g_reval_deadline, d);
-}
-
-/* The next periodic check a period after now_unit (off unless the state
- * reads the counter and a period is set), then the deadline. */
-void tkc_arm_deadline(const tickclock_info *s, uint64_t now_unit) {
-  tkc_bk.reval_at = UINT64_MAX;
-  if (tkc_bk.chk_on && tkc_bk.reval_ms != 0)
-    tkc_bk.reval_at =
-        tkc_after(s, now_unit, (uint64_t)tkc_bk.reval_ms * UINT64_C(1000000));
-  tkc_store_deadline();
 }
 
 uint64_t tkc_read_counter_ordered(void) { return tkc_p_counter_ordered(); }
@@ -241,10 +145,10 @@ static int tkc_no_slot(void) {
  * window in which a reader can pair a newer tick with the older state
  * stays a few nanoseconds. */
 int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
-                              int use_spare, int may_alloc, const tickclock_evidence *ev) {
+                int use_spare, int may_alloc, const tickclock_evidence *ev) {
   tickclock_info *slot;
   tkc_bracket anchor;
-  int counter = TKC_COUNTER != 0 && st->source == TKC_COUNTER, tries;
+  int counter = TKC_COUNTER != 0 && st->source == TKC_COUNTER, tries, checked;
   /* A state continues the one published: a caller whose notion of the
    * current state is stale (a frame interrupted by a handler that forked,
    * whose child published in the meantime) publishes nothing. */
@@ -278,102 +182,49 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
   slot->unit_hz = (double)slot->unit_hz_num / (double)slot->unit_hz_den;
   tkc_note_path(slot);
   tkc_link_history(slot);
-  tkc_bk.chk_anchor = tkc_bk.chk_prev = anchor;
-  tkc_bk.chk_on = anchor.width != UINT64_MAX;
-  if (tkc_bk.chk_on) {
-    slot->tkc_susp_ns = anchor.susp;
-    tkc_note_sample(tkc_map(slot, anchor.mid - anchor.width / 2),
-                    tkc_map(slot, anchor.mid + anchor.width / 2), anchor.susp);
-  }
-  if (counter && ev != NULL) {
-    tkc_bk.cs_known = ev->clocksource_known;
-    tkc_strlcpy(tkc_bk.cs, ev->clocksource, sizeof tkc_bk.cs);
-  }
-  if (!counter || !tkc_bk.chk_on) tkc_bk.refine_on = 0;
-  if (tkc_bk.refine_on && tkc_bk.cal_first.ns == 0) {
-    /* a published frequency, not calibrated yet: the cross-check measures
-     * from this publication's bracket, first after the quick baseline */
-    tkc_cal_start(&tkc_bk.cal_first, anchor);
-    tkc_bk.refine_at_ns = anchor.ns + (uint64_t)TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000);
-  }
-  if (tkc_bk.refine_on)
-    tkc_bk.refine_at = tkc_after(
-        slot, tkc_map(slot, anchor.mid),
-        tkc_bk.refine_at_ns > anchor.ns ? tkc_bk.refine_at_ns - anchor.ns : 0);
-  /* (a raw counter's base lies a guard ahead: not a reading) */
-  if (old != NULL && slot->read_path != TICKCLOCK_READ_COUNTER)
-    tkc_bk.max_seen = tkc_max_u64(tkc_bk.max_seen, slot->base_ticks);
-  if (tkc_bk.chk_on)
-    tkc_bk.max_seen = tkc_max_u64(
-        tkc_bk.max_seen, tkc_map(slot, tkc_bk.chk_anchor.mid + tkc_bk.chk_anchor.width / 2));
-  tkc_arm_deadline(slot, tkc_bk.max_seen);
+  checked = tkc_checks_published(old, slot, anchor, counter, ev);
+  if (checked) slot->tkc_susp_ns = anchor.susp;
+  tkc_refine_published(slot, anchor, counter && checked);
+  tkc_arm_deadline(slot, tkc_max_seen());
   /* A new rate for the same raw counter must still lie a guard ahead when
    * it becomes visible: if the work above was delayed (preempted, or slow
    * under emulation) until the counter came within half the guard of the
    * base, the base moves ahead again, so no tick read before this store
    * is converted with the new rate after the old one converted it. */
   if (old != NULL && slot->read_path == TICKCLOCK_READ_COUNTER && slot->src_is_unit &&
-      old->read_path == TICKCLOCK_READ_COUNTER) {
-    uint64_t now = tkc_p_counter_ordered();
-    uint64_t half = tickclock_conv_ns_to_ticks(&slot->conv, TKC_REPUBLISH_GUARD_NS / 2);
-    if (now + half > slot->base_ticks) {
-      slot->base_ticks = now + 2 * half;
-      slot->src_base = slot->base_ticks;
-      slot->base_ns = tkc_ns_in(old, slot->base_ticks);
-      tkc_link_history(slot);
-    }
-  }
+      old->read_path == TICKCLOCK_READ_COUNTER &&
+      tkc_unit_guard(old, slot, tkc_p_counter_ordered()))
+    tkc_link_history(slot);
   TKC_STORE_RELEASE(&tkc_g_state, (const tickclock_info *)slot);
   TKC_STORE_RELEASE(&tkc_g_source, slot->read_path == TICKCLOCK_READ_COUNTER
-                                                     ? (int)TKC_COUNTER
-                                                     : (int)TICKCLOCK_SOURCE_SYSTEM);
+                    ? (int)TKC_COUNTER
+                    : (int)TICKCLOCK_SOURCE_SYSTEM);
   return TICKCLOCK_OK;
 }
 
 /* Fills the unit fields of st, a fresh decision, so that it continues old
- * (NULL for the first state). */
+ * (NULL for the first state): the readings here, the arithmetic in
+ * unit.c. */
 static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trust) {
   int counter = TKC_COUNTER != 0 && st->source == TKC_COUNTER;
-  int os_path = tkc_os_syscall_on() ? TICKCLOCK_READ_OS_SYSCALL
-                                                                  : TICKCLOCK_READ_OS;
-  uint64_t t, lo, r0, r1, step;
+  int os_path = tkc_os_syscall_on() ? TICKCLOCK_READ_OS_SYSCALL : TICKCLOCK_READ_OS;
+  uint64_t t, lo, r0, r1;
   double allow;
   st->src_conv = st->conv;
   st->prev = old;
   st->tkc_cont_bound_ns = 0;
   st->tkc_bounded_switch = 0;
-  if (old == NULL) { /* the first state fixes the unit: its source's ticks */
-    st->unit_source = st->source;
-    st->scaled = st->source != TICKCLOCK_SOURCE_SYSTEM;
-    st->src_is_unit = 1;
-    st->base_ticks = st->base_ns = st->src_base = 0;
-    st->read_path = counter ? TICKCLOCK_READ_COUNTER : os_path;
+  if (old == NULL) {
+    tkc_unit_first(st, counter ? TICKCLOCK_READ_COUNTER : os_path);
     return;
   }
-  st->unit_source = old->unit_source;
-  st->scaled = old->scaled;
-  st->src_is_unit = st->source == old->unit_source;
+  tkc_unit_keep(old, st);
   if (counter && st->src_is_unit && old->read_path == TICKCLOCK_READ_COUNTER) {
-    /* the same raw counter: only the frequency may change */
-    /* The base a guard interval ahead: a tick taken just after this, by a
-     * reader that still holds the old state, converts with the old state
-     * whether it loads that one or this one (below the base, a tick
-     * converts with the state it was taken under). A reader whose counter
-     * read and state load straddle the publication thus never sees the new
-     * rate applied to a tick the old one already converted; the old rate
-     * stays in use for that interval only. */
-    t = tkc_now_bound(old, TKC_TRUST, &lo, &allow);
-    st->read_path = TICKCLOCK_READ_COUNTER;
-    st->base_ticks = t + tickclock_conv_ns_to_ticks(&st->conv, TKC_REPUBLISH_GUARD_NS);
-    st->src_base = st->base_ticks;
-    st->base_ns = tkc_ns_in(old, st->base_ticks);
+    t = tkc_now_bound(old, TKC_OLD_HEALTHY, &lo, &allow);
+    tkc_unit_same_counter(old, st, t);
     return;
   }
-  /* the new source first, then the bound: readings start at or above it.
-   * The step (what the new source reads at the base minus what the old
-   * one would) lies between 0 and the time between the two readings (r0,
-   * r1 bracket them on CLOCK_MONOTONIC_RAW) plus how far the base lies
-   * above the old reading, or, extrapolated, the allowance. */
+  /* the new source first, then the bound: readings start at or above it */
   r0 = tkc_p_raw_ns();
   if (!counter && !tkc_reads_counter(old)) {
     /* the OS clock before and after: one reading is both sources' (two
@@ -381,25 +232,16 @@ static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trus
      * emulation) */
     st->src_base = tkc_p_os_ns();
     lo = tkc_map(old, st->src_base);
-    t = tkc_max_u64(tkc_bk.max_seen, lo);
+    t = tkc_max_u64(tkc_max_seen(), lo);
     allow = 0;
   } else {
     st->src_base = counter ? tkc_p_counter_ordered() : tkc_p_os_ns();
     t = tkc_now_bound(old, trust, &lo, &allow);
   }
   r1 = tkc_p_raw_ns();
-  st->base_ticks = t;
-  st->base_ns = tkc_ns_in(old, t);
-  step = t > lo ? tkc_ns_in(old, t) - tkc_ns_in(old, lo) : 0;
-  if (r0 == 0 || r1 < r0) /* the raw clock unreadable: a read's worth */
-    r0 = 0, r1 = UINT64_C(100000);
-  st->tkc_cont_bound_ns = step + (r1 - r0) + (uint64_t)allow + 2;
-  /* away from a counter that failed or may not be read: bounded by the
-   * extrapolation, or, with no sample to extrapolate from, not at all */
-  st->tkc_bounded_switch = trust != TKC_TRUST && tkc_reads_counter(old);
-  if (st->tkc_bounded_switch && allow <= 0) st->tkc_cont_bound_ns = UINT64_MAX / 2;
-  st->read_path = counter ? TICKCLOCK_READ_COUNTER_MAPPED : os_path;
-  if (!st->src_is_unit) st->conv = old->conv; /* the unit keeps its frequency */
+  tkc_unit_mapped(old, st, t, lo, r0, r1, allow,
+                  trust != TKC_OLD_HEALTHY && tkc_reads_counter(old),
+                  counter ? TICKCLOCK_READ_COUNTER_MAPPED : os_path);
 }
 
 /* Says in the state how it reads when that is not the plain choice. */
@@ -415,32 +257,6 @@ static void tkc_note_path(tickclock_info *st) {
 }
 
 static tickclock_info tkc_fresh; /* under the lock; too big for small stacks */
-/* The evidence behind a state whose published frequency awaits its
- * cross-check: the first refinement decides again from it (lock held). */
-static tickclock_evidence tkc_pending_ev;
-
-/* What follows a decision made with the calibration ev->cal (ok == 0:
- * none): a quick calibration that was chosen is refined from its start
- * bracket; a published frequency used before calibration is cross-checked
- * from the publication's own bracket (tkc_publish fills cal_first then),
- * and once it passed (cross_checked) checked again on the same growing
- * baselines up to 1 s; one of a length the caller asked for
- * (calibration_ms) stays as it is. */
-static void tkc_plan_refinement(const tickclock_info *fresh, const tickclock_evidence *ev,
-                                int asked_ms, int cross_checked) {
-  tkc_bk.refine_on = 0;
-  tkc_bk.refine_deferred = 0;
-  if (fresh->freq_pending_check) {
-    tkc_pending_ev = *ev;
-    memset(&tkc_bk.cal_first, 0, sizeof tkc_bk.cal_first);
-    tkc_bk.refine_on = 1;
-  } else if ((fresh->freq_method == TICKCLOCK_FREQ_CALIBRATED || cross_checked) &&
-             ev->cal.ok && !asked_ms && ev->cal.ns < TKC_REFINE_UNTIL_NS) {
-    tkc_bk.cal_first = ev->cal;
-    tkc_bk.refine_at_ns = ev->cal.start_ns + 4 * ev->cal.ns;
-    tkc_bk.refine_on = 1;
-  }
-}
 
 /* A re-initialisation's decision that says what the current state says:
  * the same source, read the same way, its frequency found the same way
@@ -470,13 +286,13 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
   tickclock_info *fresh = &tkc_fresh;
   int rc, asked = cfg != NULL && cfg->calibration_ms != 0;
   tkc_gather(cfg, &ev);
-  ev.cal_deferrable = cfg == NULL || cfg->calibration_ms == 0;
   if (tickclock_decide(&ev, fresh)) {
 #if defined(TKC_ARCH_COUNTER)
     tkc_calibrate(tkc_read_counter_ordered, cfg ? cfg->calibration_ms : 0, &ev.cal);
 #else
     ev.cal.ns = 1; /* attempted: nothing to calibrate */
 #endif
+    tkc_list_claims(&ev);
     tickclock_decide(&ev, fresh);
   }
   if (fresh->env_error[0] && !tkc_env_reported) {
@@ -491,53 +307,17 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
     tkc_reserve_slots();
     return fresh->request_refused ? TICKCLOCK_EUNAVAILABLE : TICKCLOCK_OK;
   }
-  {
-    /* the refinement plan is the new state's: kept aside until it is out */
-    tkc_book keep = tkc_bk;
-    tkc_plan_refinement(fresh, &ev, asked, 0);
-    rc = tkc_publish(fresh, old,
-                     ev.tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV ? TKC_NO_READ : TKC_TRUST, 0, 1,
-                     &ev);
-    if (rc != TICKCLOCK_OK) {
-      tkc_bk = keep; /* nothing changed */
-      return rc;
-    }
-  }
+  rc = tkc_publish_planned(
+      fresh, old, &ev, asked, 0,
+      ev.tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV ? TKC_OLD_UNREADABLE : TKC_OLD_HEALTHY, 0, 1);
+  if (rc != TICKCLOCK_OK) return rc;
   tkc_reserve_slots();
   return fresh->request_refused ? TICKCLOCK_EUNAVAILABLE : TICKCLOCK_OK;
 }
 
-#if defined(TKC_ARCH_COUNTER)
-/* The cross-check of a published frequency (s->freq_pending_check, or a
- * published source that passed it and disagrees with a later, longer
- * calibration), with the calibration c measured since s's first state
- * was published: the decision is made again from the same evidence plus
- * c, so the published source is kept when it agrees (now with its
- * figures) and refused when it does not (the next source by rank, usually
- * calibration; under a paravirtual clock a disagreeing hypervisor means
- * the OS clock). Either way the result is a new state continuous with s.
- * Lock held. */
-void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c, int may_alloc) {
-  tickclock_info *fresh = &tkc_fresh;
-  tickclock_evidence *ev = &tkc_pending_ev;
-  tkc_book keep = tkc_bk;
-  ev->cal = *c;
-  (void)tickclock_decide(ev, fresh); /* calibrated: decides at once */
-  fresh->baseline_ns = c->ns;
-  tkc_plan_refinement(fresh, ev, 0, 1);
-  /* leaving the counter: the spare; staying: a ready slot, or none inside
-   * the conversions, and then the check waits for a call that may
-   * allocate one */
-  if (tkc_publish(fresh, s, TKC_TRUST, 1, may_alloc, ev) != TICKCLOCK_OK) {
-    tkc_bk = keep;
-    tkc_bk.refine_deferred = 1;
-    tkc_bk.refine_at = UINT64_MAX;
-    tkc_store_deadline();
-  }
-}
-#endif
-
 /* The first state, or NULL when this thread re-entered the lock. */
+const tickclock_info *tkc_published(void) { return TKC_LOAD_ACQUIRE(&tkc_g_state); }
+
 const tickclock_info *tkc_first_state(void) {
   const tickclock_info *s;
   tkc_ensure_atfork();
@@ -577,14 +357,8 @@ void tkc_set_platform(const tickclock_platform *p) {
 void tkc_reset_world(void) {
   TKC_STORE_RELEASE(&tkc_g_source, 0);
   TKC_STORE_RELEASE(&tkc_g_state, (const tickclock_info *)NULL);
-  TKC_STORE_RELEASE(&tkc_g_reval_deadline, UINT64_MAX);
-  tkc_bk.chk_on = 0;
-  tkc_bk.max_seen = 0;
-  tkc_bk.reval_ms = TICKCLOCK_CHECK_DEFAULT_MS;
-  tkc_bk.reval_at = UINT64_MAX;
-  tkc_bk.refine_on = 0;
-  tkc_bk.refine_deferred = 0;
-  tkc_bk.refine_at = UINT64_MAX;
+  tkc_checks_reset();
+  tkc_refine_reset();
   tkc_duration_reset();
 }
 

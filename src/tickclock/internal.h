@@ -8,8 +8,10 @@
  *   platform.h    <- cpuid_x86.h   the outside world (injectable)
  *   calibrate.h                    calibration against the raw clock
  *   evidence.h    <- platform.h, calibrate.h   what the decider reads
+ *                                  (with its frequency claims, claims.c)
  *   decide.h      <- evidence.h    the pure decider, trust, frequency pick
- *   state.h       <- evidence.h    published states, re-validation bounds
+ *   unit.h        <- calibrate.h   the tick unit: continuity arithmetic
+ *   state.h       <- evidence.h, unit.h   published states, re-validation bounds
  *
  * Naming: `tickclock_` + a word is public API (tickclock.h,
  * tickclock.hpp). Everything internal carries the prefix `tkc_` / `TKC_`
@@ -30,6 +32,7 @@
 #include "calibrate.h"
 #include "evidence.h"
 #include "decide.h"
+#include "unit.h"
 #include "state.h"
 
 #endif /* TICKCLOCK_INTERNAL_H */

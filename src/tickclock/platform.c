@@ -1,20 +1,12 @@
 /* tickclock — the platform indirection (see tickclock_platform in
  * platform.h): each call goes to the installed platform's member, or to
- * the native implementation (platform_native.c) where there is none.
+ * the native implementation (platform_posix.c or platform_windows.c)
+ * where there is none.
  * Init-time only: nothing here is on the read path. */
 #include "platform.h"
 
 #include <stddef.h>
 #include <string.h>
-
-#if defined(__linux__)
-#include <errno.h>
-#include <fcntl.h>
-#include <unistd.h>
-#if !defined(O_CLOEXEC) /* hidden in strict ISO C modes; the kernel's value */
-#define O_CLOEXEC 02000000
-#endif
-#endif
 
 static const tickclock_platform *tkc_plat = NULL;
 
@@ -115,34 +107,11 @@ uint64_t tkc_p_suspended_ns(void) {
   return tkc_os_suspended_ns();
 }
 
-/* Opened, read and closed each time (close-on-exec): a descriptor kept
- * open between calls could be closed by the program (daemonising,
- * closefrom) and its number reused for one of the program's own files,
- * which the next check would then seek and read. */
+/* The kernel's clocksource, read fresh on every call (the native reader
+ * is the OS code's: tkc_native_clocksource). */
 int tkc_p_clocksource(char *buf, size_t n) {
-#if defined(__linux__)
-  int fd;
-  ssize_t got;
-  size_t len;
   if (TKC_P(read_line)) return tkc_p_read_line(TKC_SYSFS_CURRENT_CLOCKSOURCE, buf, n);
-  if (n == 0) return 0;
-  buf[0] = '\0';
-  do {
-    fd = open(TKC_SYSFS_CURRENT_CLOCKSOURCE, O_RDONLY | O_CLOEXEC);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) return 0;
-  do {
-    got = read(fd, buf, n - 1);
-  } while (got < 0 && errno == EINTR);
-  close(fd);
-  if (got <= 0) return 0;
-  len = (size_t)got;
-  buf[len] = '\0';
-  while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) buf[--len] = '\0';
-  return len > 0;
-#else
-  return tkc_p_read_line(TKC_SYSFS_CURRENT_CLOCKSOURCE, buf, n);
-#endif
+  return tkc_native_clocksource(buf, n);
 }
 
 void tkc_p_sleep_ns(uint64_t ns) {

@@ -1,6 +1,6 @@
 /* tickclock internals — the platform: everything the library asks the
  * outside world (platform.c dispatches to an installed fake or to the
- * native implementation in platform_native.c). Only evidence gathering,
+ * native implementation: platform_posix.c, or platform_windows.c). Only evidence gathering,
  * calibration, initialisation and re-validation call it. */
 #ifndef TICKCLOCK_PLATFORM_H
 #define TICKCLOCK_PLATFORM_H
@@ -96,9 +96,9 @@ TKC_INTERNAL int tkc_p_prctl_get_tsc(void);
 TKC_INTERNAL void tkc_p_perf_page(tickclock_perf_page *pp);
 /* A tickclock_cpuid_fn (ctx unused): the installed platform's CPUID. */
 TKC_INTERNAL int tkc_p_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf,
-                                           tickclock_cpuid_regs *out);
+                             tickclock_cpuid_regs *out);
 TKC_INTERNAL int tkc_p_find_line(const char *path, const char *prefix, char *buf,
-                                               size_t n);
+                                 size_t n);
 TKC_INTERNAL size_t tkc_p_read_bytes(const char *path, void *buf, size_t n);
 TKC_INTERNAL uint64_t tkc_p_counter(void);
 TKC_INTERNAL uint64_t tkc_p_counter_ordered(void);
@@ -107,13 +107,15 @@ TKC_INTERNAL uint64_t tkc_p_os_ns(void);
 TKC_INTERNAL uint64_t tkc_p_suspended_ns(void);
 TKC_INTERNAL void tkc_p_sleep_ns(uint64_t ns);
 TKC_INTERNAL const char *tkc_p_getenv(const char *name);
-/* ---- the native platform (platform_native.c) ---- */
+/* ---- the native platform (platform_posix.c, platform_windows.c) ---- */
 TKC_INTERNAL int tkc_native_read_line(const char *path, char *buf, size_t n);
 TKC_INTERNAL int tkc_native_find_line(const char *path, const char *prefix,
-                                                    char *buf, size_t n);
+                                      char *buf, size_t n);
 TKC_INTERNAL size_t tkc_native_read_bytes(const char *path, void *buf, size_t n);
 TKC_INTERNAL int tkc_native_prctl_get_tsc(void);
 TKC_INTERNAL void tkc_native_perf_page(tickclock_perf_page *pp);
+/* The kernel's current clocksource (see tkc_p_clocksource); 1 if read. */
+TKC_INTERNAL int tkc_native_clocksource(char *buf, size_t n);
 
 /* The kernel's clocksource verdict (Linux), read at initialisation, by
  * re-validation and by the probe. */
@@ -135,12 +137,17 @@ TKC_INTERNAL uint64_t tkc_os_now(void);      /* CLOCK_MONOTONIC (Windows: QPC) i
 /* The fallback source's raw ticks (async-signal-safe); every native clock
  * read here is a system call once tkc_os_syscall_on(). */
 TKC_INTERNAL uint64_t tkc_os_read(void);
-TKC_INTERNAL uint64_t tkc_qpc_hz(void);      /* QueryPerformanceFrequency; 0 off Windows */
+/* The OS clock the library falls back to (TICKCLOCK_SOURCE_SYSTEM, or
+ * TICKCLOCK_SOURCE_QPC on Windows) and its ticks' rate into *hz (1e9 for
+ * CLOCK_MONOTONIC's ns, QueryPerformanceFrequency for QPC). */
+TKC_INTERNAL int tkc_os_fallback(uint64_t *hz);
 TKC_INTERNAL void tkc_sleep_ns(uint64_t ns);
 TKC_INTERNAL uint64_t tkc_os_now_raw(void);  /* CLOCK_MONOTONIC_RAW, ns; 0 if unreadable */
+#if !defined(_WIN32)
 /* One POSIX clock into *ns (checked: 0 when the clock could not be read,
  * *ns untouched); the system call once tkc_os_syscall_on(). */
 TKC_INTERNAL int tkc_os_clock(int id, uint64_t *ns);
+#endif
 TKC_INTERNAL uint64_t tkc_os_suspended_ns(void); /* see tickclock_platform */
 /* CLOCK_MONOTONIC (Windows: QPC) through the system call, whatever the
  * flag says: the re-entry read during the first initialisation. */

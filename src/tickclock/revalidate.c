@@ -34,17 +34,88 @@
  *    time; a refinement sample across one is discarded and the refinement
  *    starts again from a fresh bracket.
  *
- * Refinement: a calibrated frequency is measured again from the same start
- * bracket on a baseline four times longer each time, until it spans 1 s;
- * each better figure is published as a state continuous with the last. A
- * published frequency is checked on the same baselines: the first check
- * (from 1 ms) confirms or replaces it, the later ones replace it if a
- * tighter calibration disagrees.
+ * Refinement (refine.c) is due on the same deadline; this file owns the
+ * checks' bookkeeping and the deadline, refine.c the refinement's.
  */
 #include "state.h"
+#include "decide.h"
 #include "text.h"
 
 #include <string.h>
+
+/* Re-validation's bookkeeping (lock held for every access): samples in
+ * the source's ticks and CLOCK_MONOTONIC_RAW ns. */
+static struct {
+  uint32_t reval_ms;      /* period of the rate check, 0 off */
+  uint64_t reval_at;      /* unit tick of the next periodic check */
+  int chk_on;             /* the published state reads the counter */
+  tkc_bracket chk_anchor; /* at publication */
+  tkc_bracket chk_prev;   /* the last conclusive sample */
+  uint64_t max_seen;      /* highest unit tick known handed out */
+  int cs_known;           /* clocksource at publication */
+  char cs[32];
+} tkc_bk = {TICKCLOCK_CHECK_DEFAULT_MS, UINT64_MAX, 0, {0, 0, 0, 0}, {0, 0, 0, 0}, 0, 0, {0}};
+
+#if !defined(TICKCLOCK_STATIC) /* TICKCLOCK_STATIC: tickclock.h defines it */
+/* Unit tick at which tickclock_to_ns runs the periodic re-validation. */
+TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_reval_deadline = UINT64_MAX;
+#endif
+
+uint64_t tkc_deadline(void) { return TKC_LOAD_RELAXED(&tkc_g_reval_deadline); }
+
+uint64_t tkc_max_seen(void) { return tkc_bk.max_seen; }
+
+int tkc_last_sample(tkc_bracket *b) {
+  *b = tkc_bk.chk_prev;
+  return tkc_bk.chk_on;
+}
+
+int tkc_checks_published(const tickclock_info *old, const tickclock_info *slot,
+                         tkc_bracket anchor, int counter, const tickclock_evidence *ev) {
+  tkc_bk.chk_anchor = tkc_bk.chk_prev = anchor;
+  tkc_bk.chk_on = anchor.width != UINT64_MAX;
+  if (tkc_bk.chk_on)
+    tkc_note_sample(tkc_map(slot, anchor.mid - anchor.width / 2),
+                    tkc_map(slot, anchor.mid + anchor.width / 2), anchor.susp);
+  if (counter && ev != NULL) {
+    tkc_bk.cs_known = ev->clocksource_known;
+    tkc_strlcpy(tkc_bk.cs, ev->clocksource, sizeof tkc_bk.cs);
+  }
+  /* (a raw counter's base lies a guard ahead: not a reading) */
+  if (old != NULL && slot->read_path != TICKCLOCK_READ_COUNTER)
+    tkc_bk.max_seen = tkc_max_u64(tkc_bk.max_seen, slot->base_ticks);
+  if (tkc_bk.chk_on)
+    tkc_bk.max_seen = tkc_max_u64(
+        tkc_bk.max_seen, tkc_map(slot, tkc_bk.chk_anchor.mid + tkc_bk.chk_anchor.width / 2));
+  return tkc_bk.chk_on;
+}
+
+void tkc_checks_reset(void) {
+  TKC_STORE_RELEASE(&tkc_g_reval_deadline, UINT64_MAX);
+  tkc_bk.chk_on = 0;
+  tkc_bk.max_seen = 0;
+  tkc_bk.reval_ms = TICKCLOCK_CHECK_DEFAULT_MS;
+  tkc_bk.reval_at = UINT64_MAX;
+}
+
+/* The deadline the inline conversions compare with: the earlier of the
+ * next periodic check and the next refinement. */
+void tkc_store_deadline(void) {
+  uint64_t d = tkc_bk.chk_on ? tkc_bk.reval_at : UINT64_MAX;
+  if (tkc_bk.chk_on && tkc_refine_at() < d)
+    d = tkc_refine_at();
+  TKC_STORE_RELEASE(&tkc_g_reval_deadline, d);
+}
+
+/* The next periodic check a period after now_unit (off unless the state
+ * reads the counter and a period is set), then the deadline. */
+void tkc_arm_deadline(const tickclock_info *s, uint64_t now_unit) {
+  tkc_bk.reval_at = UINT64_MAX;
+  if (tkc_bk.chk_on && tkc_bk.reval_ms != 0)
+    tkc_bk.reval_at =
+        tkc_after(s, now_unit, (uint64_t)tkc_bk.reval_ms * UINT64_C(1000000));
+  tkc_store_deadline();
+}
 
 #if defined(TKC_ARCH_COUNTER) || (defined(TKC_X86) && defined(__linux__))
 /* The state being built by a switch, a refinement or a move to the system
@@ -58,27 +129,10 @@ static tickclock_info tkc_next;
 static void tkc_switch_to_os(const tickclock_info *old, const char *why, int trust) {
   tickclock_info *fresh = &tkc_next;
   unsigned i;
-#if defined(_WIN32)
-  int os = TICKCLOCK_SOURCE_QPC;
-  uint64_t os_hz = tkc_qpc_hz();
-#else
-  int os = TICKCLOCK_SOURCE_SYSTEM;
-  uint64_t os_hz = UINT64_C(1000000000);
-#endif
+  uint64_t os_hz;
+  int os = tkc_os_fallback(&os_hz);
   memcpy(fresh, old, sizeof *fresh);
-  fresh->source = os;
-  fresh->source_name = tickclock_source_name(os);
-  if (tickclock_conv_init(&fresh->conv, os_hz ? os_hz : 1, 1) != TICKCLOCK_OK)
-    tickclock_conv_init(&fresh->conv, UINT64_C(1000000000), 1);
-  fresh->hz_num = fresh->conv.hz_num;
-  fresh->hz_den = fresh->conv.hz_den;
-  fresh->hz = (double)fresh->hz_num / (double)fresh->hz_den;
-  fresh->uncertainty_ppm = 0;
-  fresh->resolution_ns = 1e9 / fresh->hz;
-  fresh->freq_method = os == TICKCLOCK_SOURCE_SYSTEM ? TICKCLOCK_FREQ_IDENTITY : TICKCLOCK_FREQ_OS;
-  fresh->freq_method_name = tickclock_freq_method_name(fresh->freq_method);
-  fresh->freq_detail = os == TICKCLOCK_SOURCE_SYSTEM ? "identity" : "query_performance_frequency";
-  fresh->freq_pending_check = 0;
+  tkc_fill_os(fresh, os, os_hz, 0);
   for (i = 0; i < fresh->n_candidates && i < TICKCLOCK_MAX_CANDIDATES; i++) {
     tickclock_candidate *c = &fresh->candidates[i];
     c->chosen = c->source == os;
@@ -88,7 +142,7 @@ static void tkc_switch_to_os(const tickclock_info *old, const char *why, int tru
     }
   }
   tkc_fmt(fresh->why, sizeof fresh->why, "re-validation switched from %s: %s",
-                 tickclock_source_name(old->source), why);
+          tickclock_source_name(old->source), why);
   fresh->revalidated = 1;
   (void)tkc_publish(fresh, old, trust, 1, 0, NULL); /* the spare: cannot fail */
 }
@@ -109,7 +163,7 @@ static int tkc_disagree(double a, double b, double bound) {
  * far beyond, does not). 1 when they do not agree; the figures in dc, dr
  * (raw, plus the suspended time when it was counted), bound. */
 static int tkc_drifted(const tickclock_info *s, tkc_bracket b, double w,
-                              tkc_bracket ref, double *dc, double *dr, double *bound) {
+                       tkc_bracket ref, double *dc, double *dr, double *bound) {
   double wr = (double)tickclock_conv_ticks_to_ns(&s->src_conv, ref.width);
   double rate = (TICKCLOCK_REVALIDATE_DRIFT_PPM + s->uncertainty_ppm) * 1e-6;
   *dc = (double)tickclock_conv_delta_to_ns(&s->src_conv, (int64_t)(b.mid - ref.mid));
@@ -132,7 +186,7 @@ static int tkc_rdtsc_disabled_locked(const tickclock_info *s) {
   if (tkc_p_prctl_get_tsc() == TICKCLOCK_PRCTL_SIGSEGV) {
     tkc_os_use_syscall(1);
     tkc_switch_to_os(s, "RDTSC was disabled for this thread (prctl PR_SET_TSC = "
-                               "PR_TSC_SIGSEGV)", TKC_NO_READ);
+                        "PR_TSC_SIGSEGV)", TKC_OLD_UNREADABLE);
     return 1;
   }
 #else
@@ -154,7 +208,7 @@ static int tkc_same_clocksource(const char *now, const char *then) {
  * which needs a file read (tickclock_revalidate() only). Formats only when
  * switching. */
 static int tkc_revalidate_locked(int with_io) {
-  const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
+  const tickclock_info *s = tkc_published();
   char why[TICKCLOCK_REASON_LEN];
   char cs[32];
   tkc_bracket b;
@@ -165,8 +219,8 @@ static int tkc_revalidate_locked(int with_io) {
     int known = tkc_p_clocksource(cs, sizeof cs);
     if (known && !tkc_same_clocksource(cs, tkc_bk.cs)) {
       tkc_fmt(why, sizeof why, "the kernel's clocksource changed from '%s' to '%s'",
-                     tkc_bk.cs, cs);
-      tkc_switch_to_os(s, why, TKC_DISTRUST);
+              tkc_bk.cs, cs);
+      tkc_switch_to_os(s, why, TKC_OLD_FAILED);
       return TICKCLOCK_SWITCHED;
     }
   }
@@ -183,15 +237,15 @@ static int tkc_revalidate_locked(int with_io) {
    * publication (a slow drift passes every step) */
   for (step = 1; step >= 0; step--) {
     if (!tkc_drifted(s, b, w, step ? tkc_bk.chk_prev : tkc_bk.chk_anchor, &dc,
-                            &dr, &bound))
+                     &dr, &bound))
       continue;
     tkc_fmt(why, sizeof why,
-                   step ? "counter stepped %.0f ns against CLOCK_MONOTONIC_RAW's %.0f ns since "
-                          "the previous check (bound %.0f ns)"
-                        : "counter time drifted from CLOCK_MONOTONIC_RAW: %.0f ns vs %.0f ns "
-                          "since initialisation (bound %.0f ns)",
-                   dc, dr, bound);
-    tkc_switch_to_os(s, why, TKC_DISTRUST);
+            step ? "counter stepped %.0f ns against CLOCK_MONOTONIC_RAW's %.0f ns since "
+                   "the previous check (bound %.0f ns)"
+                 : "counter time drifted from CLOCK_MONOTONIC_RAW: %.0f ns vs %.0f ns "
+                   "since initialisation (bound %.0f ns)",
+            dc, dr, bound);
+    tkc_switch_to_os(s, why, TKC_OLD_FAILED);
     return TICKCLOCK_SWITCHED;
   }
   /* across a suspend the counter's advance is known only to the kernel's
@@ -216,147 +270,8 @@ static void tkc_anchor_again(const tickclock_info *s) {
   tkc_bk.chk_on = 1;
   tkc_note_sample(tkc_map(s, b.mid - b.width / 2), tkc_map(s, b.mid + b.width / 2), b.susp);
   tkc_bk.max_seen = tkc_max_u64(tkc_bk.max_seen, tkc_map(s, b.mid + b.width / 2));
-  if (s->freq_pending_check) {
-    tkc_bk.refine_on = 1;
-    tkc_cal_start(&tkc_bk.cal_first, b);
-    tkc_bk.refine_at_ns = b.ns + (uint64_t)TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000);
-    tkc_bk.refine_at = tkc_after(s, tkc_map(s, b.mid), (uint64_t)TICKCLOCK_CAL_QUICK_MS *
-                                                           UINT64_C(1000000));
-  }
+  if (s->freq_pending_check) tkc_refine_from_anchor(s, b);
   tkc_arm_deadline(s, tkc_bk.max_seen);
-}
-
-/* The refinement (or cross-check) starts again from a fresh bracket: the
- * one it measured from lies before a suspend. */
-static void tkc_refine_restart(const tickclock_info *s) {
-  tkc_bracket nb = tkc_tightest_bracket(tkc_read_counter_ordered);
-  uint64_t wait_ns = (uint64_t)(s->freq_pending_check ? 1 : 4) * TICKCLOCK_CAL_QUICK_MS *
-                     UINT64_C(1000000);
-  if (nb.width == UINT64_MAX) { /* no bracket now: a millisecond later */
-    tkc_bk.refine_at = tkc_after(s, tkc_bk.max_seen, UINT64_C(1000000));
-    return;
-  }
-  tkc_cal_start(&tkc_bk.cal_first, nb);
-  tkc_bk.refine_at_ns = nb.ns + wait_ns;
-  tkc_bk.refine_at = tkc_after(s, tkc_map(s, nb.mid), wait_ns);
-}
-
-/* The state's reason says how far its frequency was refined (the reason
- * up to an earlier such note, then the new one). */
-static void tkc_note_refined(tickclock_info *st, const tickclock_calibration *c) {
-  char *mark = strstr(st->why, "; refined");
-  size_t len;
-  if (mark != NULL) *mark = '\0';
-  len = strlen(st->why);
-  tkc_fmt(st->why + len, sizeof st->why - len, "; refined to %.6f MHz +-%.3f ppm over %.3f s",
-          c->hz / 1e6, st->uncertainty_ppm, (double)c->ns / 1e9);
-}
-
-/* One refinement step: the first calibration's start bracket against a new
- * end bracket. A better figure that agrees with the current one is
- * published (continuous with it: same unit, base at the moment of
- * publication); a preempted end bracket is retried a millisecond later; a
- * sample across a suspend starts again; a figure that disagrees stops
- * refinement (re-validation judges the counter). may_alloc: 0 inside the
- * conversions, where no slot left means waiting for one. */
-static void tkc_refine_locked(int may_alloc) {
-  const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
-  tickclock_info *fresh = &tkc_next;
-  tickclock_calibration c;
-  double off;
-  unsigned i;
-  if (!tkc_calibrate_from(tkc_read_counter_ordered, &tkc_bk.cal_first, &c)) {
-    if (c.suspended) {
-      tkc_refine_restart(s);
-      return;
-    }
-    tkc_bk.refine_at = tkc_after(s, tkc_bk.refine_at, UINT64_C(1000000));
-    return;
-  }
-  if ((double)tickclock_conv_ticks_to_ns(&s->src_conv, c.bracket_end) >
-      TICKCLOCK_REVALIDATE_MAX_BRACKET_NS) {
-    tkc_bk.refine_at = tkc_after(s, tkc_bk.refine_at, UINT64_C(1000000));
-    return;
-  }
-  /* due by a tick from the future (a caller converting an arbitrary value):
-   * the clock has not got there yet; due again when it has */
-  if (c.start_ns + c.ns < tkc_bk.refine_at_ns) {
-    tkc_bk.refine_at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks),
-                                 tkc_bk.refine_at_ns - (c.start_ns + c.ns));
-    return;
-  }
-  if (s->freq_pending_check) {
-    /* the published frequency's cross-check: like the quick calibration,
-     * a bound above the target waits for a baseline x4 longer (up to the
-     * quick calibration's longest); then the decider judges */
-    if (c.uncertainty_ppm > TICKCLOCK_CAL_TARGET_PPM &&
-        4 * c.ns <= (uint64_t)TICKCLOCK_CAL_QUICK_MAX_MS * UINT64_C(1000000)) {
-      tkc_bk.refine_at_ns = tkc_bk.cal_first.start_ns + 4 * c.ns;
-      tkc_bk.refine_at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks), 3 * c.ns);
-      return;
-    }
-    tkc_cross_check(s, &c, may_alloc);
-    return;
-  }
-  off = tkc_ppm(c.hz_num, c.hz_den, s->hz_num, s->hz_den);
-  if (off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM ||
-      -off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM) {
-    if (s->freq_method != TICKCLOCK_FREQ_CALIBRATED) {
-      /* a published source that passed its first cross-check fails a
-       * tighter one: decided again, it is refused */
-      tkc_cross_check(s, &c, may_alloc);
-      return;
-    }
-    tkc_bk.refine_on = 0;
-    return;
-  }
-  /* no better, or a published source the rank prefers while it agrees:
-   * measure further on */
-  if (c.uncertainty_ppm >= s->uncertainty_ppm || s->freq_method != TICKCLOCK_FREQ_CALIBRATED) {
-    tkc_bk.refine_at_ns = tkc_bk.cal_first.start_ns + 4 * c.ns;
-    if (c.ns >= TKC_REFINE_UNTIL_NS) tkc_bk.refine_on = 0;
-    tkc_bk.refine_at = tkc_after(
-        s, tkc_map(s, c.start_mid + c.ticks),
-        tkc_bk.refine_at_ns - (c.start_ns + c.ns));
-    return;
-  }
-  memcpy(fresh, s, sizeof *fresh);
-  if (tickclock_conv_init(&fresh->conv, c.hz_num, c.hz_den) != TICKCLOCK_OK) {
-    tkc_bk.refine_on = 0;
-    return;
-  }
-  fresh->hz_num = c.hz_num;
-  fresh->hz_den = c.hz_den;
-  fresh->hz = c.hz;
-  fresh->uncertainty_ppm = c.uncertainty_ppm;
-  fresh->resolution_ns = 1e9 / c.hz;
-  fresh->baseline_ns = c.ns;
-  for (i = 0; i < fresh->n_freqs && i < TICKCLOCK_MAX_FREQS; i++)
-    if (fresh->freqs[i].method == TICKCLOCK_FREQ_CALIBRATED) {
-      fresh->freqs[i].hz_num = c.hz_num;
-      fresh->freqs[i].hz_den = c.hz_den;
-      fresh->freqs[i].hz = c.hz;
-      fresh->freqs[i].uncertainty_ppm = c.uncertainty_ppm;
-    }
-  if (fresh->uncertainty_ppm < TKC_MIN_UNCERTAINTY_PPM)
-    fresh->uncertainty_ppm = TKC_MIN_UNCERTAINTY_PPM;
-  tkc_note_refined(fresh, &c);
-  {
-    /* the schedule after this one (tkc_publish arms it from the new
-     * state's anchor), restored when there is no slot */
-    uint64_t at_ns = tkc_bk.refine_at_ns;
-    tkc_bk.refine_at_ns = tkc_bk.cal_first.start_ns + 4 * c.ns;
-    tkc_bk.refine_on = c.ns < TKC_REFINE_UNTIL_NS;
-    if (tkc_publish(fresh, s, TKC_TRUST, 0, may_alloc, NULL) != TICKCLOCK_OK) {
-      /* none here: the same step again once a call that may allocate
-       * has reserved one */
-      tkc_bk.refine_at_ns = at_ns;
-      tkc_bk.refine_on = 1;
-      tkc_bk.refine_deferred = 1;
-      tkc_bk.refine_at = UINT64_MAX;
-      tkc_store_deadline();
-    }
-  }
 }
 
 /* What is due at unit tick ticks: the RDTSC check before any counter
@@ -366,7 +281,7 @@ static void tkc_refine_locked(int may_alloc) {
  * replaced, not mistaken for the counter drifting); the rate check; a
  * refinement. may_alloc (and the file reads): tickclock_revalidate() only. */
 static void tkc_due_locked(uint64_t ticks, int check_now, int may_alloc) {
-  const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
+  const tickclock_info *s = tkc_published();
   if (s == NULL || !tkc_reads_counter(s) || !tkc_bk.chk_on) return;
   if (!check_now) {
     uint64_t now;
@@ -376,16 +291,16 @@ static void tkc_due_locked(uint64_t ticks, int check_now, int may_alloc) {
     now = tkc_map(s, tkc_read_counter_ordered());
     if (ticks > now) ticks = now;
   }
-  if (tkc_bk.refine_on && s->freq_pending_check && ticks >= tkc_bk.refine_at) {
+  if (tkc_refine_pending() && s->freq_pending_check && ticks >= tkc_refine_at()) {
     tkc_refine_locked(may_alloc);
-    s = TKC_LOAD_ACQUIRE(&tkc_g_state);
+    s = tkc_published();
     if (!tkc_reads_counter(s)) return; /* it disagreed: the OS clock now */
     if (!s->freq_pending_check) ticks = 0; /* a new state: its own schedule */
   }
   if (check_now || ticks >= tkc_bk.reval_at) {
     if (tkc_revalidate_locked(check_now) == TICKCLOCK_SWITCHED) return;
   }
-  if (tkc_bk.refine_on && ticks >= tkc_bk.refine_at) tkc_refine_locked(may_alloc);
+  if (tkc_refine_pending() && ticks >= tkc_refine_at()) tkc_refine_locked(may_alloc);
   tkc_store_deadline();
 }
 #endif
@@ -399,7 +314,7 @@ static void tkc_os_path_check_locked(const tickclock_info *s) {
   if (tkc_p_prctl_get_tsc() != TICKCLOCK_PRCTL_SIGSEGV) return;
   tkc_os_use_syscall(1); /* every read from now on, whatever is published */
   memcpy(&tkc_next, s, sizeof tkc_next);
-  (void)tkc_publish(&tkc_next, s, TKC_TRUST, 0, 1, NULL); /* its read_path says so */
+  (void)tkc_publish(&tkc_next, s, TKC_OLD_HEALTHY, 0, 1, NULL); /* its read_path says so */
 #else
   (void)s;
 #endif
@@ -410,7 +325,7 @@ int tickclock_revalidate(void) {
   const tickclock_info *s;
   if (tkc_first_state() == NULL) return TICKCLOCK_EBUSY;
   if (!tkc_lock()) return TICKCLOCK_EBUSY;
-  s = TKC_LOAD_ACQUIRE(&tkc_g_state);
+  s = tkc_published();
   tkc_reserve_slots();
   tkc_os_path_check_locked(s);
 #if defined(TKC_ARCH_COUNTER)
@@ -421,7 +336,7 @@ int tickclock_revalidate(void) {
       if (!tkc_bk.chk_on) tkc_anchor_again(s);
       tkc_due_locked(tkc_map(s, tkc_read_counter_ordered()), 1, 1);
     }
-    if (!tkc_reads_counter(TKC_LOAD_ACQUIRE(&tkc_g_state))) r = TICKCLOCK_SWITCHED;
+    if (!tkc_reads_counter(tkc_published())) r = TICKCLOCK_SWITCHED;
   }
   tkc_reserve_slots();
 #endif
@@ -433,7 +348,7 @@ void tickclock_revalidate_every(uint32_t ms) {
   if (tkc_first_state() == NULL || !tkc_lock()) return;
   tkc_bk.reval_ms = ms;
   tkc_reserve_slots();
-  tkc_arm_deadline(TKC_LOAD_ACQUIRE(&tkc_g_state), tkc_bk.max_seen);
+  tkc_arm_deadline(tkc_published(), tkc_bk.max_seen);
   tkc_unlock();
 }
 

@@ -6,6 +6,7 @@
 #include "sys.h"
 #include "tickclock.h"
 #include "evidence.h"
+#include "unit.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,11 +40,8 @@ TKC_INTERNAL void tkc_reset_world(void);
 #define TKC_COUNTER 0
 #endif
 
-/* Refinement stops once its baseline spans this. */
+/* Refinement stops once its baseline spans this (refine.c). */
 #define TKC_REFINE_UNTIL_NS UINT64_C(1000000000)
-/* A new frequency for the same raw counter takes effect this far after the
- * moment of publication (init.c, tkc_continue). */
-#define TKC_REPUBLISH_GUARD_NS UINT64_C(1000000)
 /* The smallest uncertainty a counter state states: a calibration's own
  * bound goes below it only on baselines the refinement never takes (or
  * across a suspend it would have discarded), and a stated frequency
@@ -58,36 +56,11 @@ TKC_INTERNAL void tkc_reset_world(void);
  * for the next of those calls. */
 #define TKC_READY_SLOTS 6
 
-/* How far the old state's counter is trusted when a state replaces it. */
-#define TKC_TRUST 0    /* healthy (a re-initialisation): read it */
-#define TKC_DISTRUST 1 /* it failed a check: read it and extrapolate */
-#define TKC_NO_READ 2  /* RDTSC is disabled: extrapolate only */
-
-/* The bookkeeping re-validation and refinement share with publication
- * (init.c defines it; lock held for every access). Samples are in the
- * source's ticks and CLOCK_MONOTONIC_RAW ns. */
-typedef struct tkc_book {
-  uint32_t reval_ms;             /* period of the rate check, 0 off */
-  uint64_t reval_at;             /* unit tick of the next periodic check */
-  int refine_on;                 /* a refinement is pending */
-  int refine_deferred;           /* it fell due where no slot was ready: the
-                                    next call that may allocate re-arms it */
-  tickclock_calibration cal_first; /* the calibration refinements start from */
-  uint64_t refine_at_ns;         /* raw clock of the next refinement */
-  uint64_t refine_at;            /* ... in unit ticks */
-  int chk_on;                    /* the published state reads the counter */
-  tkc_bracket chk_anchor; /* at publication */
-  tkc_bracket chk_prev;   /* the last conclusive sample */
-  uint64_t max_seen;             /* highest unit tick known handed out */
-  int cs_known;                  /* clocksource at publication */
-  char cs[32];
-} tkc_book;
-#if defined(TICKCLOCK_STATIC) /* one translation unit: init.c's definition is the only one */
-#define TKC_BOOK_LINKAGE static
-#else
-#define TKC_BOOK_LINKAGE
-extern tkc_book tkc_bk;
-#endif
+/* How the old state's counter may be read when a state replaces it (its
+ * health, not a trust verdict: those are decide.h's TKC_TRUST_*). */
+#define TKC_OLD_HEALTHY 0    /* a re-initialisation: read it */
+#define TKC_OLD_FAILED 1     /* it failed a check: read it and extrapolate */
+#define TKC_OLD_UNREADABLE 2 /* RDTSC is disabled: extrapolate only */
 
 /* ---- states and slots (init.c; lock held) ---- */
 /* A slot for a new state: a ready one, else a static one, else (may_alloc)
@@ -108,32 +81,80 @@ TKC_INTERNAL void tkc_ensure_atfork(void);
 
 /* ---- states and publication (init.c; lock held) ---- */
 TKC_INTERNAL int tkc_reads_counter(const tickclock_info *s);
-/* A source reading -> unit ticks under s (never below base_ticks). */
-TKC_INTERNAL uint64_t tkc_map(const tickclock_info *s, uint64_t r);
-TKC_INTERNAL uint64_t tkc_max_u64(uint64_t a, uint64_t b);
-/* The unit tick ns after from under s (saturating below UINT64_MAX). */
-TKC_INTERNAL uint64_t tkc_after(const tickclock_info *s, uint64_t from, uint64_t ns);
-/* The deadline the inline conversions compare with. */
-TKC_INTERNAL void tkc_store_deadline(void);
-/* The next periodic check a period after now_unit, then the deadline. */
-TKC_INTERNAL void tkc_arm_deadline(const tickclock_info *s, uint64_t now_unit);
+/* (tkc_map, tkc_after, tkc_max_u64: unit.h) */
 TKC_INTERNAL uint64_t tkc_read_counter_ordered(void);
-/* Publishes st as the continuation of old (trust: TKC_TRUST...) in a slot
+/* The state published now (NULL before the first). */
+TKC_INTERNAL const tickclock_info *tkc_published(void);
+/* Publishes st as the continuation of old (trust: TKC_OLD_*) in a slot
  * (use_spare: the one reserved for leaving the counter; may_alloc: 0 inside
  * the conversions). TICKCLOCK_ENOMEM / TICKCLOCK_ELIMIT when there is no
  * slot: nothing changed. */
 TKC_INTERNAL int tkc_publish(const tickclock_info *st, const tickclock_info *old,
-                                           int trust, int use_spare, int may_alloc,
-                                           const tickclock_evidence *ev);
+                             int trust, int use_spare, int may_alloc,
+                             const tickclock_evidence *ev);
 #if defined(TKC_ARCH_COUNTER) /* (no counter: nothing is ever published unchecked) */
-/* The cross-check of a published frequency against the calibration c
+/* (refine.c) The cross-check of a published frequency against the calibration c
  * measured since: decides again with c and publishes the result. */
 TKC_INTERNAL void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c,
-                                   int may_alloc);
+                                  int may_alloc);
 #endif
 /* The first state (initialising once), or NULL when this thread
  * re-entered the lock. */
 TKC_INTERNAL const tickclock_info *tkc_first_state(void);
+
+/* ---- re-validation's bookkeeping (revalidate.c owns it; lock held) ---- */
+/* The deadline the inline conversions compare with: the earlier of the
+ * next periodic check and the next refinement. */
+TKC_INTERNAL void tkc_store_deadline(void);
+/* The next periodic check a period after now_unit, then the deadline. */
+TKC_INTERNAL void tkc_arm_deadline(const tickclock_info *s, uint64_t now_unit);
+/* The deadline as stored (what the conversions compare a tick with). */
+TKC_INTERNAL uint64_t tkc_deadline(void);
+/* The highest unit tick known handed out. */
+TKC_INTERNAL uint64_t tkc_max_seen(void);
+/* The last conclusive sample of the published counter into *b; 1 when the
+ * checks are on (there is one). */
+TKC_INTERNAL int tkc_last_sample(tkc_bracket *b);
+/* slot, about to replace old, with its anchor sample (width UINT64_MAX:
+ * none could be taken): the checks start from it, the clocksource of a
+ * counter state is remembered (from ev), the ticks handed out are raised
+ * to slot's base and the anchor. 1 when the checks are on. The caller
+ * arms the deadline after the refinement is planned. */
+TKC_INTERNAL int tkc_checks_published(const tickclock_info *old, const tickclock_info *slot,
+                                      tkc_bracket anchor, int counter,
+                                      const tickclock_evidence *ev);
+/* Forgets them (tkc_reset_world). */
+TKC_INTERNAL void tkc_checks_reset(void);
+
+/* ---- refinement (refine.c owns its bookkeeping; lock held) ---- */
+/* Plans what follows the decision fresh (made with ev's calibration,
+ * asked_ms: the caller asked for one of its own length; cross_checked: a
+ * published source that passed), then publishes it (tkc_publish's
+ * arguments); the plan is dropped again when nothing was published. */
+TKC_INTERNAL int tkc_publish_planned(const tickclock_info *fresh, const tickclock_info *old,
+                                     const tickclock_evidence *ev, int asked_ms,
+                                     int cross_checked, int trust, int use_spare,
+                                     int may_alloc);
+/* The refinement's schedule from slot's anchor (checked: the state reads
+ * the counter and the anchor is a sample; else no refinement). */
+TKC_INTERNAL void tkc_refine_published(const tickclock_info *slot, tkc_bracket anchor,
+                                       int checked);
+/* A refinement is pending; the unit tick it is due at (UINT64_MAX: none). */
+TKC_INTERNAL int tkc_refine_pending(void);
+TKC_INTERNAL uint64_t tkc_refine_at(void);
+/* It fell due where no slot was ready: waits for a call that may allocate
+ * (tkc_refine_rearm, due at once, at max_seen, while a state is published). */
+TKC_INTERNAL void tkc_refine_defer(void);
+TKC_INTERNAL int tkc_refine_deferred(void);
+TKC_INTERNAL void tkc_refine_rearm(int published, uint64_t max_seen);
+TKC_INTERNAL void tkc_refine_reset(void);
+#if defined(TKC_ARCH_COUNTER)
+/* A published frequency's cross-check from a late anchor b (the state
+ * had none at publication). */
+TKC_INTERNAL void tkc_refine_from_anchor(const tickclock_info *s, tkc_bracket b);
+/* One refinement step (may_alloc: 0 inside the conversions). */
+TKC_INTERNAL void tkc_refine_locked(int may_alloc);
+#endif
 
 /* ---- what durations read (duration.c; writers hold the lock) ---- */
 /* A sample of the counter (a publication's anchor, a conclusive rate

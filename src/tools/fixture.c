@@ -244,4 +244,5 @@ void tickclock_fixture_evidence(const tickclock_fixture *fx, tickclock_evidence 
       ev->cal.uncertainty_ppm = u ? strtod(u, NULL) : 1.0;
     }
   }
+  tkc_list_claims(ev);
 }

@@ -86,6 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ev.arch_nominal.hz_num = r.u64();
     ev.arch_nominal.hz_den = r.u64();
     ev.arch_nominal.method = TICKCLOCK_FREQ_ARCH_REGISTER;
+    ev.arch_nominal.source = TKC_SRC_ARCH_REGISTER;
     ev.arch_nominal.name = "fuzz_nominal";
     ev.arch_nominal.uncertainty_ppm = r.dbl();
   }
@@ -95,6 +96,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ev.cfg_source = (int)(r.u8() % TICKCLOCK_SOURCE_COUNT_);
   ev.have_env = r.u8() & 1;
   if (ev.have_env) r.str(ev.env_value, sizeof ev.env_value);
+  tkc_list_claims(&ev);
   int again = tickclock_decide(&ev, &info);
   if (again) {
     ev.cal.ok = r.u8() & 1;
@@ -104,6 +106,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ev.cal.hz_den = r.u64();
     ev.cal.hz = r.dbl();
     ev.cal.uncertainty_ppm = r.dbl();
+    tkc_list_claims(&ev);
     tickclock_decide(&ev, &info);
   }
   // invariants of any decision

@@ -52,6 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tickclock_fixture_evidence(&fx, &ev);
   if (tickclock_decide(&ev, &info)) {
     ev.cal.ns = 1;  // attempted
+    tkc_list_claims(&ev);
     check(tickclock_decide(&ev, &info) == 0);
   }
   check(info.source == TICKCLOCK_SOURCE_SYSTEM || info.source == TICKCLOCK_SOURCE_TSC);

@@ -91,6 +91,13 @@ inline std::string rtrim(std::string s) {
   return s;
 }
 
+// The claims as the gatherer lists them, for evidence a test built or
+// edited by hand: the x86 decoder's claims from the facts, then the list.
+inline void list_claims(tickclock_evidence *ev) {
+  tickclock_x86_claims(&ev->x86);
+  tkc_list_claims(ev);
+}
+
 // Decide, calibrating from nothing: a fixture without calibration_hz must
 // not need one.
 inline int decide_replay(const tickclock_evidence &ev, tickclock_info *info) {

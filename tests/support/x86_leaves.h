@@ -111,8 +111,10 @@ struct Decision {
   }
 };
 
-inline Decision decide(const tickclock_evidence &ev) {
+inline Decision decide(const tickclock_evidence &edited) {
   Decision d;
+  tickclock_evidence ev = edited;
+  list_claims(&ev);
   d.rc = tickclock_decide(&ev, d.info.get());
   if (d.rc == 0) {
     std::string m = malformed(*d.info);

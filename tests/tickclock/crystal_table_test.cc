@@ -148,6 +148,7 @@ TEST_CASE("a table crystal is used only after calibration agrees with it") {
   ev.clocksource_known = 1;
   tkc_strlcpy(ev.clocksource, "tsc", sizeof ev.clocksource);
   ev.os_resolution_ns = 1;
+  list_claims(&ev);
   std::unique_ptr<tickclock_info> info(new tickclock_info);
   REQUIRE(tickclock_decide(&ev, info.get()) == 1);  // wants a calibration first
   auto calibrate = [&](double hz_value, double unc) {
@@ -158,6 +159,7 @@ TEST_CASE("a table crystal is used only after calibration agrees with it") {
     ev.cal.ns = 20000000;
     ev.cal.ticks = (uint64_t)(hz_value * 0.02);
     ev.cal.uncertainty_ppm = unc;
+    list_claims(&ev);
     REQUIRE(tickclock_decide(&ev, info.get()) == 0);
     for (unsigned i = 0; i < info->n_freqs; i++)
       if (std::strcmp(info->freqs[i].name, "cpuid_15h_known_crystal") == 0) return &info->freqs[i];

@@ -43,8 +43,10 @@ struct Decision {
   int source() const { return info->source; }
 };
 
-Decision decide(const tickclock_evidence &ev) {
+Decision decide(const tickclock_evidence &edited) {
   Decision d;
+  tickclock_evidence ev = edited;
+  list_claims(&ev);
   REQUIRE(tickclock_decide(&ev, d.info.get()) == 0);
   std::string m = malformed(*d.info);
   CHECK_MESSAGE(m == "", m);

@@ -1,20 +1,23 @@
-/* tickclock — the native platform: the OS clock (the fallback source and
- * the calibration reference) and every other fact the library asks the
- * operating system for. Only platform.c calls in here (and the native
- * clock reads the published state uses).
+/* tickclock — the native platform on POSIX systems (Linux, the BSDs,
+ * macOS): the OS clock (the fallback source and the calibration
+ * reference) and every other fact the library asks the operating system
+ * for (prctl, the perf page, /sys, /proc/cpuinfo, the device tree, the
+ * environment). Only platform.c calls in here (and the native clock reads
+ * the published state uses); platform_windows.c is the same interface on
+ * Windows.
  *
- * The OS clock:
- *  - POSIX: clock_gettime(CLOCK_MONOTONIC) is the fallback (ticks are ns);
- *    CLOCK_MONOTONIC_RAW (not slewed by NTP) is the calibration reference.
- *  - Windows: QueryPerformanceCounter is the fallback; its ticks are QPC
- *    counts at QueryPerformanceFrequency, converted with the same exact
- *    conversion as any counter. The reference is QPC converted to ns.
+ * The OS clock: clock_gettime(CLOCK_MONOTONIC) is the fallback (ticks are
+ * ns); CLOCK_MONOTONIC_RAW (not slewed by NTP) is the calibration
+ * reference.
  */
 #include "platform.h"
+
+#if !defined(_WIN32)
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #if defined(__linux__)
 #include <sys/prctl.h>
@@ -29,71 +32,21 @@
 #include <linux/perf_event.h>
 #define TKC_HAVE_PERF 1
 #endif
+#if !defined(O_CLOEXEC) /* hidden in strict ISO C modes; the kernel's value */
+#define O_CLOEXEC 02000000
 #endif
-
-#if defined(_WIN32)
-#include <windows.h>
-#else
-#include <time.h>
-#endif
-#if defined(__linux__) && defined(TKC_X86)
-#include <sys/syscall.h>
-#include <unistd.h>
-#if defined(SYS_clock_gettime)
+#if defined(TKC_X86) && defined(SYS_clock_gettime)
 #define TKC_HAVE_CLOCK_SYSCALL 1
 #endif
 #endif
 
+/* Set once RDTSC is known disabled: the OS clock is then read through the
+ * system call (its vDSO may execute RDTSC too; read on the OS clock's read
+ * path, so a variable here, not a call). */
 static TKC_SHARED int tkc_g_os_syscall = 0;
 
 void tkc_os_use_syscall(int on) { TKC_STORE_RELEASE(&tkc_g_os_syscall, on); }
 int tkc_os_syscall_on(void) { return TKC_LOAD_RELAXED(&tkc_g_os_syscall); }
-
-#if defined(_WIN32)
-
-/* QPF is fixed at boot; read it once (benign race: every thread computes
- * the same value, and the publication is the conversion's own). */
-static const tickclock_conv *tkc_qpc_conv(void) {
-  static tickclock_conv conv;
-  static TKC_SHARED int ready = 0;
-  if (!TKC_LOAD_ACQUIRE(&ready)) {
-    LARGE_INTEGER f;
-    tickclock_conv c;
-    if (!QueryPerformanceFrequency(&f) || f.QuadPart <= 0 ||
-        tickclock_conv_init(&c, (uint64_t)f.QuadPart, 1) != TICKCLOCK_OK)
-      tickclock_conv_init(&c, UINT64_C(1000000000), 1); /* cannot happen on XP+ */
-    conv = c;
-    TKC_STORE_RELEASE(&ready, 1);
-  }
-  return &conv;
-}
-
-uint64_t tkc_qpc_hz(void) { return tkc_qpc_conv()->hz_num; }
-
-uint64_t tkc_os_read(void) {
-  LARGE_INTEGER c;
-  QueryPerformanceCounter(&c);
-  return (uint64_t)c.QuadPart;
-}
-
-uint64_t tkc_os_now(void) {
-  return tickclock_conv_ticks_to_ns(tkc_qpc_conv(), tkc_os_read());
-}
-
-uint64_t tkc_os_now_raw(void) { return tkc_os_now(); }
-
-/* Not measured on Windows: a suspend is not recognised there. */
-uint64_t tkc_os_suspended_ns(void) { return UINT64_MAX; }
-
-uint64_t tkc_os_now_syscall(void) { return tkc_os_now(); } /* QPC never traps */
-
-double tkc_os_resolution_ns(void) {
-  return 1e9 / (double)tkc_qpc_conv()->hz_num;
-}
-
-void tkc_sleep_ns(uint64_t ns) { Sleep((DWORD)(ns / UINT64_C(1000000))); }
-
-#else /* POSIX */
 
 static uint64_t tkc_ts_ns(const struct timespec *ts) {
   return (uint64_t)ts->tv_sec * UINT64_C(1000000000) + (uint64_t)ts->tv_nsec;
@@ -191,7 +144,10 @@ uint64_t tkc_os_suspended_ns(void) {
 #endif
 }
 
-uint64_t tkc_qpc_hz(void) { return 0; }
+int tkc_os_fallback(uint64_t *hz) {
+  *hz = UINT64_C(1000000000);
+  return TICKCLOCK_SOURCE_SYSTEM;
+}
 
 uint64_t tkc_os_now_raw(void) {
 #if defined(CLOCK_MONOTONIC_RAW)
@@ -214,7 +170,7 @@ void tkc_sleep_ns(uint64_t ns) {
   nanosleep(&req, NULL);
 }
 
-#endif
+
 
 /* secure_getenv semantics: ignore the environment in setuid/setgid (and
  * other AT_SECURE) processes. The check is glibc's own (getauxval), which
@@ -377,3 +333,34 @@ int tkc_native_find_line(const char *path, const char *prefix, char *buf, size_t
   return 0;
 #endif
 }
+
+/* Opened, read and closed each time (close-on-exec): a descriptor kept
+ * open between calls could be closed by the program (daemonising,
+ * closefrom) and its number reused for one of the program's own files,
+ * which the next check would then seek and read. */
+int tkc_native_clocksource(char *buf, size_t n) {
+#if defined(__linux__)
+  int fd;
+  ssize_t got;
+  size_t len;
+  if (n == 0) return 0;
+  buf[0] = '\0';
+  do {
+    fd = open(TKC_SYSFS_CURRENT_CLOCKSOURCE, O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return 0;
+  do {
+    got = read(fd, buf, n - 1);
+  } while (got < 0 && errno == EINTR);
+  close(fd);
+  if (got <= 0) return 0;
+  len = (size_t)got;
+  buf[len] = '\0';
+  while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) buf[--len] = '\0';
+  return len > 0;
+#else
+  return tkc_native_read_line(TKC_SYSFS_CURRENT_CLOCKSOURCE, buf, n);
+#endif
+}
+
+#endif /* !_WIN32 */

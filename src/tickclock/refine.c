@@ -1,0 +1,278 @@
+/* tickclock — refinement: a calibrated frequency measured again on
+ * baselines four times longer up to 1 s, and a published frequency's
+ * cross-check (lock held throughout). This file owns the refinement's
+ * bookkeeping; the others ask through the functions in state.h.
+ *
+ * A calibrated frequency is measured again from the same start bracket on
+ * a baseline four times longer each time, until it spans 1 s; each better
+ * figure is published as a state continuous with the last. A published
+ * frequency is checked on the same baselines: the first check (from 1 ms)
+ * confirms or replaces it, the later ones replace it if a tighter
+ * calibration disagrees.
+ */
+#include "state.h"
+#include "decide.h"
+#include "text.h"
+
+#include <string.h>
+
+/* The refinement's bookkeeping (lock held for every access). */
+typedef struct tkc_refine_book {
+  int on;                          /* a refinement is pending */
+  int deferred;                    /* it fell due where no slot was ready: the
+                                      next call that may allocate re-arms it */
+  tickclock_calibration cal_first; /* the calibration refinements start from */
+  uint64_t at_ns;                  /* raw clock of the next refinement */
+  uint64_t at;                     /* ... in unit ticks */
+} tkc_refine_book;
+static tkc_refine_book tkc_rf = {0, 0, {0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0, 0, 0, 0}, 0,
+                                 UINT64_MAX};
+/* The evidence behind a state whose published frequency awaits its
+ * cross-check: the first refinement decides again from it. */
+static tickclock_evidence tkc_pending_ev;
+#if defined(TKC_ARCH_COUNTER)
+/* The states a refinement and a cross-check build (too big for small
+ * stacks). */
+static tickclock_info tkc_refined;
+static tickclock_info tkc_crossed;
+#endif
+
+uint64_t tkc_refine_at(void) { return tkc_rf.on ? tkc_rf.at : UINT64_MAX; }
+
+int tkc_refine_pending(void) { return tkc_rf.on; }
+
+void tkc_refine_reset(void) {
+  tkc_rf.on = 0;
+  tkc_rf.deferred = 0;
+  tkc_rf.at = UINT64_MAX;
+}
+
+void tkc_refine_defer(void) {
+  tkc_rf.deferred = 1;
+  tkc_rf.at = UINT64_MAX;
+  tkc_store_deadline();
+}
+
+void tkc_refine_rearm(int published, uint64_t max_seen) {
+  if (!tkc_rf.deferred) return;
+  tkc_rf.deferred = 0;
+  if (published && tkc_rf.on) {
+    tkc_rf.at = max_seen; /* due at once */
+    tkc_store_deadline();
+  }
+}
+
+int tkc_refine_deferred(void) { return tkc_rf.deferred; }
+
+/* What follows a decision made with the calibration ev->cal (ok == 0:
+ * none): a quick calibration that was chosen is refined from its start
+ * bracket; a published frequency used before calibration is cross-checked
+ * from the publication's own bracket (tkc_publish fills cal_first then),
+ * and once it passed (cross_checked) checked again on the same growing
+ * baselines up to 1 s; one of a length the caller asked for
+ * (calibration_ms) stays as it is. */
+static void tkc_refine_plan(const tickclock_info *fresh, const tickclock_evidence *ev,
+                     int asked_ms, int cross_checked) {
+  tkc_rf.on = 0;
+  tkc_rf.deferred = 0;
+  if (fresh->freq_pending_check) {
+    tkc_pending_ev = *ev;
+    memset(&tkc_rf.cal_first, 0, sizeof tkc_rf.cal_first);
+    tkc_rf.on = 1;
+  } else if ((fresh->freq_method == TICKCLOCK_FREQ_CALIBRATED || cross_checked) &&
+             ev->cal.ok && !asked_ms && ev->cal.ns < TKC_REFINE_UNTIL_NS) {
+    tkc_rf.cal_first = ev->cal;
+    tkc_rf.at_ns = ev->cal.start_ns + 4 * ev->cal.ns;
+    tkc_rf.on = 1;
+  }
+}
+
+int tkc_publish_planned(const tickclock_info *fresh, const tickclock_info *old,
+                        const tickclock_evidence *ev, int asked_ms, int cross_checked, int trust,
+                        int use_spare, int may_alloc) {
+  /* the plan is the new state's: the old one is kept aside until it is out */
+  tkc_refine_book keep = tkc_rf;
+  int rc;
+  tkc_refine_plan(fresh, ev, asked_ms, cross_checked);
+  rc = tkc_publish(fresh, old, trust, use_spare, may_alloc, ev);
+  if (rc != TICKCLOCK_OK) tkc_rf = keep; /* nothing changed */
+  return rc;
+}
+
+void tkc_refine_published(const tickclock_info *slot, tkc_bracket anchor, int checked) {
+  if (!checked) tkc_rf.on = 0;
+  if (tkc_rf.on && tkc_rf.cal_first.ns == 0) {
+    /* a published frequency, not calibrated yet: the cross-check measures
+     * from this publication's bracket, first after the quick baseline */
+    tkc_cal_start(&tkc_rf.cal_first, anchor);
+    tkc_rf.at_ns = anchor.ns + (uint64_t)TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000);
+  }
+  if (tkc_rf.on)
+    tkc_rf.at = tkc_after(slot, tkc_map(slot, anchor.mid),
+                          tkc_rf.at_ns > anchor.ns ? tkc_rf.at_ns - anchor.ns : 0);
+}
+
+#if defined(TKC_ARCH_COUNTER)
+void tkc_refine_from_anchor(const tickclock_info *s, tkc_bracket b) {
+  tkc_rf.on = 1;
+  tkc_cal_start(&tkc_rf.cal_first, b);
+  tkc_rf.at_ns = b.ns + (uint64_t)TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000);
+  tkc_rf.at = tkc_after(s, tkc_map(s, b.mid), (uint64_t)TICKCLOCK_CAL_QUICK_MS *
+                        UINT64_C(1000000));
+}
+
+/* The cross-check of a published frequency (s->freq_pending_check, or a
+ * published source that passed it and disagrees with a later, longer
+ * calibration), with the calibration c measured since s's first state
+ * was published: the decision is made again from the same evidence plus
+ * c, so the published source is kept when it agrees (now with its
+ * figures) and refused when it does not (the next source by rank, usually
+ * calibration; under a paravirtual clock a disagreeing hypervisor means
+ * the OS clock). Either way the result is a new state continuous with s.
+ * Lock held. */
+void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c, int may_alloc) {
+  tickclock_info *fresh = &tkc_crossed;
+  tickclock_evidence *ev = &tkc_pending_ev;
+  ev->cal = *c;
+  tkc_list_claims(ev);
+  (void)tickclock_decide(ev, fresh); /* calibrated: decides at once */
+  fresh->baseline_ns = c->ns;
+  /* leaving the counter: the spare; staying: a ready slot, or none inside
+   * the conversions, and then the check waits for a call that may
+   * allocate one */
+  if (tkc_publish_planned(fresh, s, ev, 0, 1, TKC_OLD_HEALTHY, 1, may_alloc) != TICKCLOCK_OK)
+    tkc_refine_defer();
+}
+
+/* The refinement (or cross-check) starts again from a fresh bracket: the
+ * one it measured from lies before a suspend. */
+static void tkc_refine_restart(const tickclock_info *s) {
+  tkc_bracket nb = tkc_tightest_bracket(tkc_read_counter_ordered);
+  uint64_t wait_ns = (uint64_t)(s->freq_pending_check ? 1 : 4) * TICKCLOCK_CAL_QUICK_MS *
+                     UINT64_C(1000000);
+  if (nb.width == UINT64_MAX) { /* no bracket now: a millisecond later */
+    tkc_rf.at = tkc_after(s, tkc_max_seen(), UINT64_C(1000000));
+    return;
+  }
+  tkc_cal_start(&tkc_rf.cal_first, nb);
+  tkc_rf.at_ns = nb.ns + wait_ns;
+  tkc_rf.at = tkc_after(s, tkc_map(s, nb.mid), wait_ns);
+}
+
+/* The state's reason says how far its frequency was refined (the reason
+ * up to an earlier such note, then the new one). */
+static void tkc_note_refined(tickclock_info *st, const tickclock_calibration *c) {
+  char *mark = strstr(st->why, "; refined");
+  size_t len;
+  if (mark != NULL) *mark = '\0';
+  len = strlen(st->why);
+  tkc_fmt(st->why + len, sizeof st->why - len, "; refined to %.6f MHz +-%.3f ppm over %.3f s",
+          c->hz / 1e6, st->uncertainty_ppm, (double)c->ns / 1e9);
+}
+
+/* One refinement step: the first calibration's start bracket against a new
+ * end bracket. A better figure that agrees with the current one is
+ * published (continuous with it: same unit, base at the moment of
+ * publication); a preempted end bracket is retried a millisecond later; a
+ * sample across a suspend starts again; a figure that disagrees stops
+ * refinement (re-validation judges the counter). may_alloc: 0 inside the
+ * conversions, where no slot left means waiting for one. */
+void tkc_refine_locked(int may_alloc) {
+  const tickclock_info *s = tkc_published();
+  tickclock_info *fresh = &tkc_refined;
+  tickclock_calibration c;
+  double off;
+  unsigned i;
+  if (!tkc_calibrate_from(tkc_read_counter_ordered, &tkc_rf.cal_first, &c)) {
+    if (c.suspended) {
+      tkc_refine_restart(s);
+      return;
+    }
+    tkc_rf.at = tkc_after(s, tkc_rf.at, UINT64_C(1000000));
+    return;
+  }
+  if ((double)tickclock_conv_ticks_to_ns(&s->src_conv, c.bracket_end) >
+      TICKCLOCK_REVALIDATE_MAX_BRACKET_NS) {
+    tkc_rf.at = tkc_after(s, tkc_rf.at, UINT64_C(1000000));
+    return;
+  }
+  /* due by a tick from the future (a caller converting an arbitrary value):
+   * the clock has not got there yet; due again when it has */
+  if (c.start_ns + c.ns < tkc_rf.at_ns) {
+    tkc_rf.at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks),
+                          tkc_rf.at_ns - (c.start_ns + c.ns));
+    return;
+  }
+  if (s->freq_pending_check) {
+    /* the published frequency's cross-check: like the quick calibration,
+     * a bound above the target waits for a baseline x4 longer (up to the
+     * quick calibration's longest); then the decider judges */
+    if (c.uncertainty_ppm > TICKCLOCK_CAL_TARGET_PPM &&
+        4 * c.ns <= (uint64_t)TICKCLOCK_CAL_QUICK_MAX_MS * UINT64_C(1000000)) {
+      tkc_rf.at_ns = tkc_rf.cal_first.start_ns + 4 * c.ns;
+      tkc_rf.at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks), 3 * c.ns);
+      return;
+    }
+    tkc_cross_check(s, &c, may_alloc);
+    return;
+  }
+  off = tkc_ppm(c.hz_num, c.hz_den, s->hz_num, s->hz_den);
+  if (off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM ||
+      -off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM) {
+    if (s->freq_method != TICKCLOCK_FREQ_CALIBRATED) {
+      /* a published source that passed its first cross-check fails a
+       * tighter one: decided again, it is refused */
+      tkc_cross_check(s, &c, may_alloc);
+      return;
+    }
+    tkc_rf.on = 0;
+    return;
+  }
+  /* no better, or a published source the rank prefers while it agrees:
+   * measure further on */
+  if (c.uncertainty_ppm >= s->uncertainty_ppm || s->freq_method != TICKCLOCK_FREQ_CALIBRATED) {
+    tkc_rf.at_ns = tkc_rf.cal_first.start_ns + 4 * c.ns;
+    if (c.ns >= TKC_REFINE_UNTIL_NS) tkc_rf.on = 0;
+    tkc_rf.at = tkc_after(
+        s, tkc_map(s, c.start_mid + c.ticks),
+        tkc_rf.at_ns - (c.start_ns + c.ns));
+    return;
+  }
+  memcpy(fresh, s, sizeof *fresh);
+  if (tickclock_conv_init(&fresh->conv, c.hz_num, c.hz_den) != TICKCLOCK_OK) {
+    tkc_rf.on = 0;
+    return;
+  }
+  fresh->hz_num = c.hz_num;
+  fresh->hz_den = c.hz_den;
+  fresh->hz = c.hz;
+  fresh->uncertainty_ppm = c.uncertainty_ppm;
+  fresh->resolution_ns = 1e9 / c.hz;
+  fresh->baseline_ns = c.ns;
+  for (i = 0; i < fresh->n_freqs && i < TICKCLOCK_MAX_FREQS; i++)
+    if (fresh->freqs[i].method == TICKCLOCK_FREQ_CALIBRATED) {
+      fresh->freqs[i].hz_num = c.hz_num;
+      fresh->freqs[i].hz_den = c.hz_den;
+      fresh->freqs[i].hz = c.hz;
+      fresh->freqs[i].uncertainty_ppm = c.uncertainty_ppm;
+    }
+  if (fresh->uncertainty_ppm < TKC_MIN_UNCERTAINTY_PPM)
+    fresh->uncertainty_ppm = TKC_MIN_UNCERTAINTY_PPM;
+  tkc_note_refined(fresh, &c);
+  {
+    /* the schedule after this one (tkc_publish arms it from the new
+     * state's anchor), restored when there is no slot */
+    uint64_t at_ns = tkc_rf.at_ns;
+    tkc_rf.at_ns = tkc_rf.cal_first.start_ns + 4 * c.ns;
+    tkc_rf.on = c.ns < TKC_REFINE_UNTIL_NS;
+    if (tkc_publish(fresh, s, TKC_OLD_HEALTHY, 0, may_alloc, NULL) != TICKCLOCK_OK) {
+      /* none here: the same step again once a call that may allocate
+       * has reserved one */
+      tkc_rf.at_ns = at_ns;
+      tkc_rf.on = 1;
+      tkc_refine_defer();
+    }
+  }
+}
+
+#endif
