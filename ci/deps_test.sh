@@ -78,7 +78,7 @@ expect() { # description, got, want
 }
 
 sorted() { tr ' ' '\n' <<< "$*" | grep -v '^$' | sort | tr '\n' ' '; }
-HOST="bazel-bootstrap doctest-dev libhwy-dev libbenchmark-dev libabsl-dev cpuid clang-19 cmake pkgconf patch g++ gcc python3 python3-jsonschema"
+HOST="bazel-bootstrap doctest-dev libhwy-dev libbenchmark-dev libabsl-dev cpuid clang-19 clang-format-19 cmake pkgconf patch g++ gcc python3 python3-jsonschema"
 
 # 1. a fresh machine: nothing installed, everything has a candidate
 export FAKE_INSTALLED="" FAKE_NO_CANDIDATE="" FAKE_UNKNOWN=""
