@@ -56,8 +56,7 @@ bool starts_with(const std::string &s, const char *prefix) {
 
 TEST_CASE("compiler targets the platform Bazel selected") {
   const std::string target = TICKCLOCK_TARGET_ARCH;
-  MESSAGE("bazel platform arch: " << target << ", compiler arch: "
-                                  << std::string(compiler_arch())
+  MESSAGE("bazel platform arch: " << target << ", compiler arch: " << std::string(compiler_arch())
                                   << ", compiler: " << std::string(__VERSION__));
   CHECK(target == compiler_arch());
 }

@@ -111,8 +111,7 @@ HWY_INLINE VU Scale(DU d, VU t, VU f, VU f_hi, VU i, VU i_hi) {
 }
 
 template <IntForm kForm>
-HWY_NOINLINE void TicksLoop(const tickclock_conv& c, const uint64_t* in,
-                            uint64_t* out, size_t n) {
+HWY_NOINLINE void TicksLoop(const tickclock_conv& c, const uint64_t* in, uint64_t* out, size_t n) {
   const DU d;
   const size_t N = hn::Lanes(d);
   const VU f = hn::Set(d, c.ns_frac), f_hi = hn::Set(d, c.ns_frac >> 32);
@@ -124,8 +123,7 @@ HWY_NOINLINE void TicksLoop(const tickclock_conv& c, const uint64_t* in,
 }
 
 template <IntForm kForm>
-HWY_NOINLINE void DeltasLoop(const tickclock_conv& c, const int64_t* in,
-                             int64_t* out, size_t n) {
+HWY_NOINLINE void DeltasLoop(const tickclock_conv& c, const int64_t* in, int64_t* out, size_t n) {
   const DU d;
   const hn::RebindToSigned<DU> di;
   const size_t N = hn::Lanes(d);
@@ -135,7 +133,7 @@ HWY_NOINLINE void DeltasLoop(const tickclock_conv& c, const int64_t* in,
   size_t x = 0;
   for (; x + N <= n; x += N) {
     const auto v = hn::LoadU(di, in + x);
-    const VU s = hn::BitCast(d, hn::BroadcastSignBit(v));  // all-ones if negative
+    const VU s = hn::BitCast(d, hn::BroadcastSignBit(v));      // all-ones if negative
     const VU mag = hn::Sub(hn::Xor(hn::BitCast(d, v), s), s);  // |v|, 2^63 for INT64_MIN
     const VU r = Scale<kForm>(d, mag, f, f_hi, i, i_hi);
     // clamp to 2^63 - 1 (positive) or 2^63 (negative), then negate if negative

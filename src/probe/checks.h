@@ -14,10 +14,10 @@ std::vector<int> allowed_cpus();
 struct WarpPair {
   int cpu_a, cpu_b;
   uint64_t iterations = 0;
-  uint64_t backward = 0;       // observations of time going backwards
+  uint64_t backward = 0;  // observations of time going backwards
   uint64_t max_warp_ticks = 0;
-  bool pinned = false;         // both threads were pinned as asked
-  bool completed = false;      // ran its whole share (not cut short by Ctrl-C)
+  bool pinned = false;     // both threads were pinned as asked
+  bool completed = false;  // ran its whole share (not cut short by Ctrl-C)
 };
 
 // Linux tsc_sync-style: two threads pinned to a pair of CPUs take a lock,

@@ -67,11 +67,11 @@ std::string crystal_table_json(const tickclock_x86_facts &x, const tickclock_fre
   std::memset(&t, 0, sizeof t);
   t.hz_num = a.num;
   t.hz_den = a.den;
-  std::string o = "{\"crystal_hz\": " + (a.entry ? json_u(a.entry->hz) : std::string("null")) +
-                  ", \"tsc_hz\": " + (a.applies ? hz_text(t) : std::string("null")) +
-                  ", \"fits_base\": " +
-                  (a.fits_base < 0 ? std::string("null") : json_b(a.fits_base)) +
-                  ", \"ppm_vs_linux\": ";
+  std::string o =
+      "{\"crystal_hz\": " + (a.entry ? json_u(a.entry->hz) : std::string("null")) +
+      ", \"tsc_hz\": " + (a.applies ? hz_text(t) : std::string("null")) +
+      ", \"fits_base\": " + (a.fits_base < 0 ? std::string("null") : json_b(a.fits_base)) +
+      ", \"ppm_vs_linux\": ";
   if (a.applies && linux_rule)
     o += json_num(tkt_ppm(a.num, a.den, linux_rule->hz_num, linux_rule->hz_den));
   else
@@ -105,8 +105,8 @@ void print_json(const tickclock_x86_facts &x) {
   o += x.max_leaf >= 1 ? json_b(x.hypervisor) : "null";
   key("leaf15");
   if (x.leaf15_valid) {
-    o += "{\"denominator\": " + json_u(x.leaf15_den) + ", \"numerator\": " +
-         json_u(x.leaf15_num) + ", \"crystal_hz\": " +
+    o += "{\"denominator\": " + json_u(x.leaf15_den) + ", \"numerator\": " + json_u(x.leaf15_num) +
+         ", \"crystal_hz\": " +
          (x.leaf15_crystal_hz ? json_u(x.leaf15_crystal_hz) : std::string("null")) + "}";
   } else {
     o += "null";
@@ -116,10 +116,12 @@ void print_json(const tickclock_x86_facts &x) {
   key("hypervisor");
   if (x.hv_valid) {
     std::string khz = "null";
-    if (x.timing_leaf_valid && x.timing_tsc_khz) khz = json_u(x.timing_tsc_khz);
-    else if (x.xen_leaf3_valid && x.xen_tsc_khz) khz = json_u(x.xen_tsc_khz);
-    o += "{\"signature\": " + json_str(x.hv_signature) + ", \"max_leaf\": " +
-         json_u(x.hv_max_leaf) + ", \"tsc_khz\": " + khz + "}";
+    if (x.timing_leaf_valid && x.timing_tsc_khz)
+      khz = json_u(x.timing_tsc_khz);
+    else if (x.xen_leaf3_valid && x.xen_tsc_khz)
+      khz = json_u(x.xen_tsc_khz);
+    o += "{\"signature\": " + json_str(x.hv_signature) +
+         ", \"max_leaf\": " + json_u(x.hv_max_leaf) + ", \"tsc_khz\": " + khz + "}";
   } else {
     o += "null";
   }
@@ -154,8 +156,8 @@ void print_human(const tickclock_x86_facts &x, const char *what) {
     return;
   }
   // register bytes from a file can be anything: printed escaped
-  std::printf("  vendor        %s (max basic leaf 0x%x, max extended leaf 0x%x)\n", esc(x.vendor).c_str(),
-              (unsigned)x.max_leaf, (unsigned)x.max_ext_leaf);
+  std::printf("  vendor        %s (max basic leaf 0x%x, max extended leaf 0x%x)\n",
+              esc(x.vendor).c_str(), (unsigned)x.max_leaf, (unsigned)x.max_ext_leaf);
   std::printf("  brand         %s\n", x.brand[0] ? esc(x.brand).c_str() : "(none)");
   std::printf("  family/model  0x%x / 0x%x, stepping %u\n", (unsigned)x.family, (unsigned)x.model,
               (unsigned)x.stepping);
@@ -169,7 +171,8 @@ void print_human(const tickclock_x86_facts &x, const char *what) {
     std::printf("  leaf 0x16     base %u MHz, max %u MHz, bus %u MHz\n", (unsigned)x.base_mhz,
                 (unsigned)x.max_mhz, (unsigned)x.bus_mhz);
   if (x.hv_valid) {
-    std::printf("  hypervisor    '%s', max leaf 0x%08x\n", esc(x.hv_signature).c_str(), (unsigned)x.hv_max_leaf);
+    std::printf("  hypervisor    '%s', max leaf 0x%08x\n", esc(x.hv_signature).c_str(),
+                (unsigned)x.hv_max_leaf);
     if (x.kvm_base)
       std::printf("  KVM           base 0x%08x, features 0x%08x, hints 0x%08x\n",
                   (unsigned)x.kvm_base, (unsigned)x.kvm_features, (unsigned)x.kvm_hints);
@@ -178,12 +181,13 @@ void print_human(const tickclock_x86_facts &x, const char *what) {
                   (unsigned)x.xen_max_leaf, x.xen_leaf3_valid ? "" : ", no TSC leaf");
     if (x.xen_leaf3_valid)
       std::printf("  Xen TSC       flags 0x%x (vtsc %s), tsc_mode %u, %u kHz\n",
-                  (unsigned)x.xen_tsc_flags, yn(x.xen_tsc_flags & TICKCLOCK_XEN_TSC_VTSC), (unsigned)x.xen_tsc_mode,
-                  (unsigned)x.xen_tsc_khz);
+                  (unsigned)x.xen_tsc_flags, yn(x.xen_tsc_flags & TICKCLOCK_XEN_TSC_VTSC),
+                  (unsigned)x.xen_tsc_mode, (unsigned)x.xen_tsc_khz);
     if (x.hyperv_valid)
-      std::printf("  Hyper-V       features 0x%08x misc 0x%08x: frequency MSRs %s, TSC invariant %s\n",
-                  (unsigned)x.hyperv_features, (unsigned)x.hyperv_misc, yn(x.hyperv_freq_msrs),
-                  yn(x.hyperv_tsc_invariant));
+      std::printf(
+          "  Hyper-V       features 0x%08x misc 0x%08x: frequency MSRs %s, TSC invariant %s\n",
+          (unsigned)x.hyperv_features, (unsigned)x.hyperv_misc, yn(x.hyperv_freq_msrs),
+          yn(x.hyperv_tsc_invariant));
     if (x.timing_leaf_valid)
       std::printf("  timing leaf   TSC %u kHz, bus %u kHz\n", (unsigned)x.timing_tsc_khz,
                   (unsigned)x.timing_bus_khz);
@@ -200,7 +204,7 @@ void print_human(const tickclock_x86_facts &x, const char *what) {
     std::printf("  Linux's rule  %s Hz (%s)\n", hz_text(lx).c_str(), lx.name);
   if (a.entry)
     std::printf("  crystal table %.1f MHz for %s%s: %s\n", a.entry->hz / 1e6, a.entry->parts,
-                a.applies ? ""
+                a.applies          ? ""
                 : a.fits_base == 0 ? " (NOT applied: crystal x ratio is over 1 % off the base MHz)"
                                    : " (not needed: ECX states the crystal, or no ratio)",
                 a.entry->evidence);
@@ -219,8 +223,9 @@ void print_fixture_decision(const tickclock_fixture &fx) {
               ev.clocksource_known ? esc(ev.clocksource).c_str() : "not stated",
               ev.available_known ? esc(ev.available_clocksource).c_str() : "not stated");
   if (tkt_decide(&ev, info.get()) != 0) {
-    std::printf("  the TSC would be used, after a calibration (add '# calibration_hz: HZ' to "
-                "see the frequency choice)\n");
+    std::printf(
+        "  the TSC would be used, after a calibration (add '# calibration_hz: HZ' to "
+        "see the frequency choice)\n");
     return;
   }
   std::printf("  %s\n", esc(info->why).c_str());
@@ -257,7 +262,8 @@ int cmd_cpuid(int argc, char **argv) {
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
       close(fd);
-      throw UsageError{file + ":0: not a regular file (expected a fixture: LEAF SUBLEAF EAX EBX ECX EDX lines)"};
+      throw UsageError{
+          file + ":0: not a regular file (expected a fixture: LEAF SUBLEAF EAX EBX ECX EDX lines)"};
     }
     FILE *f = fdopen(fd, "rb");
     if (!f) {
@@ -277,7 +283,8 @@ int cmd_cpuid(int argc, char **argv) {
     if (bad) throw UsageError{file + ":0: cannot read: " + std::strerror(e)};
     std::unique_ptr<tickclock_fixture> fx(new tickclock_fixture);
     char err[512];
-    if (tickclock_fixture_parse(buf.data(), buf.size(), file.c_str(), fx.get(), err, sizeof err) != 0)
+    if (tickclock_fixture_parse(buf.data(), buf.size(), file.c_str(), fx.get(), err, sizeof err) !=
+        0)
       throw UsageError{err};
     if (dump) {
       std::vector<Leaf> leaves;
@@ -301,8 +308,10 @@ int cmd_cpuid(int argc, char **argv) {
     return 0;
   }
   tickclock_x86_decode(tickclock_cpuid_native, nullptr, &x);
-  if (json) print_json(x);
-  else print_human(x, "this CPU");
+  if (json)
+    print_json(x);
+  else
+    print_human(x, "this CPU");
   return 0;
 #else
   throw UsageError{"this CPU is not x86; use --file"};
@@ -310,4 +319,3 @@ int cmd_cpuid(int argc, char **argv) {
 }
 
 }  // namespace tickclock_probe
-

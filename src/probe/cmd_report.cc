@@ -60,7 +60,8 @@ int cmd_report(int argc, char **argv) {
       o += (k ? "," : "") + std::string("{\"name\":") + json_str(f.name) +
            ",\"available\":" + json_b(f.hz > 0) + ",\"hz\":" + (f.hz > 0 ? json_hz(f.hz) : "null") +
            ",\"num\":" + (f.hz > 0 ? json_u(f.hz_num) : "null") +
-           ",\"den\":" + (f.hz > 0 ? json_u(f.hz_den) : "null") + ",\"checked\":" + json_b(f.checked) +
+           ",\"den\":" + (f.hz > 0 ? json_u(f.hz_den) : "null") +
+           ",\"checked\":" + json_b(f.checked) +
            ",\"ppm_vs_calibration\":" + (f.checked ? json_num(f.ppm_vs_calibration) : "null") +
            ",\"bound_ppm\":" + (f.checked ? json_num(f.bound_ppm) : "null") +
            ",\"usable\":" + json_b(f.usable) + ",\"chosen\":" + json_b(f.chosen) +
@@ -71,7 +72,8 @@ int cmd_report(int argc, char **argv) {
     o += ",\"clocksource\":" + (ev.clocksource_known ? json_str(ev.clocksource) : "null");
     o += ",\"available_clocksource\":" +
          (ev.available_known ? json_str(ev.available_clocksource) : "null");
-    o += ",\"invariant_tsc\":" + (x86 && ev.x86.invariant_known ? json_b(ev.x86.invariant_tsc) : "null");
+    o += ",\"invariant_tsc\":" +
+         (x86 && ev.x86.invariant_known ? json_b(ev.x86.invariant_tsc) : "null");
     std::printf("%s}\n", o.c_str());
     return 0;
   }
@@ -80,8 +82,7 @@ int cmd_report(int argc, char **argv) {
   std::printf("  %-22s %.6f MHz = %" PRIu64 "/%" PRIu64 " Hz, %s, +-%.2f ppm\n", "frequency",
               i->hz / 1e6, i->hz_num, i->hz_den, method, i->uncertainty_ppm);
   if (i->freq_pending_check)
-    std::printf("  %-22s published, used at once; calibration cross-checks it from 1 ms on\n",
-                "");
+    std::printf("  %-22s published, used at once; calibration cross-checks it from 1 ms on\n", "");
   else if (i->baseline_ns != 0)
     std::printf("  %-22s %.3f ms of calibration baseline (refined x4 up to 1 s)\n", "",
                 (double)i->baseline_ns / 1e6);
@@ -95,7 +96,9 @@ int cmd_report(int argc, char **argv) {
               ev.available_known ? ev.available_clocksource : "unknown");
   if (x86)
     std::printf("  %-22s %s\n", "invariant TSC",
-                !ev.x86.invariant_known ? "unknown" : ev.x86.invariant_tsc ? "yes" : "no");
+                !ev.x86.invariant_known ? "unknown"
+                : ev.x86.invariant_tsc  ? "yes"
+                                        : "no");
   std::printf("\n  candidates:\n    %-10s %-7s %-7s %10s  %s\n", "source", "usable", "chosen",
               "read", "reason");
   for (unsigned k = 0; k < i->n_candidates; k++) {
@@ -105,15 +108,17 @@ int cmd_report(int argc, char **argv) {
                 c.chosen ? "yes" : "", cost.c_str(), c.reason);
   }
   if (i->n_freqs) {
-    std::printf("\n  frequency sources (max pairwise disagreement %.2f ppm):\n", i->max_disagreement_ppm);
+    std::printf("\n  frequency sources (max pairwise disagreement %.2f ppm):\n",
+                i->max_disagreement_ppm);
     for (unsigned k = 0; k < i->n_freqs; k++) {
       const tickclock_freq_candidate &f = i->freqs[k];
       if (!(f.hz > 0)) {  // a source that gave nothing, with the reason
         std::printf("    %-24s %20s  %-26s %s\n", f.name, "-", "", f.reason);
         continue;
       }
-      std::string cmp = f.checked ? fmt("%+9.2f ppm (bound %.1f)", f.ppm_vs_calibration, f.bound_ppm)
-                                  : std::string("reference");
+      std::string cmp = f.checked
+                            ? fmt("%+9.2f ppm (bound %.1f)", f.ppm_vs_calibration, f.bound_ppm)
+                            : std::string("reference");
       std::printf("    %-24s %16.6f MHz  %-26s %s%s\n", f.name, f.hz / 1e6, cmp.c_str(),
                   f.chosen ? "[chosen] " : "", f.reason);
     }

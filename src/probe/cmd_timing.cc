@@ -36,10 +36,10 @@ namespace {
 
 struct Result {
   const Reader *r = nullptr;
-  double read_ns = 0;      // fixed-count loop
+  double read_ns = 0;  // fixed-count loop
   uint64_t fixed_reads = 0;
   double fixed_seconds = 0;  // the fixed-count loop's time
-  double loop_ns = 0;      // timed loop, per iteration
+  double loop_ns = 0;        // timed loop, per iteration
   uint64_t loops = 0;
   double seconds = 0;
   Histogram h;
@@ -149,7 +149,8 @@ void print_summary(const std::vector<Result> &results, const std::vector<const R
                 " %9" PRIu64 "\n",
                 r.r->name.c_str(), r.read_ns, r.loop_ns, r.h.percentile(50), r.h.percentile(99),
                 r.h.max_ns, r.loops, r.h.backward);
-  for (const Reader *r : skipped) std::printf("  %-22s %10s  not usable here\n", r->name.c_str(), "-");
+  for (const Reader *r : skipped)
+    std::printf("  %-22s %10s  not usable here\n", r->name.c_str(), "-");
 }
 
 std::string to_json(const Result &res) {
@@ -169,8 +170,8 @@ std::string to_json(const Result &res) {
   for (int b = 0; b < 65; b++) {
     if (!h.log2[b]) continue;
     o += std::string(first ? "" : ",") + "{\"lt_ns\":" + json_u(Histogram::bucket_edge(b)) +
-         ",\"count\":" + json_u(h.log2[b]) + ",\"bound_ns\":" +
-         json_u(bound_of_interval_now(Histogram::bucket_edge(b)).bound_ns) + "}";
+         ",\"count\":" + json_u(h.log2[b]) +
+         ",\"bound_ns\":" + json_u(bound_of_interval_now(Histogram::bucket_edge(b)).bound_ns) + "}";
     first = false;
   }
   o += "],\"exact\":[";
@@ -178,8 +179,8 @@ std::string to_json(const Result &res) {
   uint64_t p9999 = h.percentile(99.99);
   for (uint64_t ns = 0; ns < Histogram::kExact && ns <= p9999; ns++) {
     if (!h.exact[ns]) continue;
-    o += std::string(first ? "" : ",") + "{\"ns\":" + json_u(ns) + ",\"count\":" +
-         json_u(h.exact[ns]) + "}";
+    o += std::string(first ? "" : ",") + "{\"ns\":" + json_u(ns) +
+         ",\"count\":" + json_u(h.exact[ns]) + "}";
     first = false;
   }
   return o + "]}";
@@ -188,10 +189,14 @@ std::string to_json(const Result &res) {
 std::string xml_text(const std::string &s) {
   std::string o;
   for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else o += c;
+    if (c == '<')
+      o += "&lt;";
+    else if (c == '>')
+      o += "&gt;";
+    else if (c == '&')
+      o += "&amp;";
+    else
+      o += c;
   }
   return o;
 }
@@ -220,16 +225,15 @@ bool write_svg(FILE *f, const std::vector<Result> &results) {
     std::fprintf(f,
                  "<text x='10' y='%d' font-weight='bold'>%s: %.2f ns per read, %.2f ns per "
                  "loop, max %llu ns%s</text>\n",
-                 y, xml_text(r.r->what).c_str(), r.read_ns, r.loop_ns, (unsigned long long)r.h.max_ns,
-                 r.h.backward ? ", BACKWARD STEPS" : "");
+                 y, xml_text(r.r->what).c_str(), r.read_ns, r.loop_ns,
+                 (unsigned long long)r.h.max_ns, r.h.backward ? ", BACKWARD STEPS" : "");
     y += 10;
     double maxlog = 0;
     for (int b = 0; b <= lastb[i]; b++)
       if (r.h.log2[b]) maxlog = std::fmax(maxlog, std::log10((double)r.h.log2[b]) + 1);
     for (int b = 0; b <= lastb[i]; b++) {
-      double len = r.h.log2[b] && maxlog > 0
-                       ? (std::log10((double)r.h.log2[b]) + 1) / maxlog * bar_w
-                       : 0;
+      double len =
+          r.h.log2[b] && maxlog > 0 ? (std::log10((double)r.h.log2[b]) + 1) / maxlog * bar_w : 0;
       std::fprintf(f, "<text x='%d' y='%d' text-anchor='end'>&lt; %" PRIu64 " ns</text>\n",
                    left - 8, y + 12, Histogram::bucket_edge(b));
       std::fprintf(f, "<rect x='%d' y='%d' width='%.1f' height='%d' fill='#3b7dd8'/>\n", left,
@@ -253,11 +257,16 @@ int cmd_timing(int argc, char **argv) {
   bool json = false;
   parse_options(argc, argv, "--seconds S, --source NAME|all, --json, --svg FILE",
                 [&](const Option &o) {
-                  if (o.name == "--seconds") seconds = parse_seconds(o.name, o.value(), 600);
-                  else if (o.name == "--source") source = o.value();
-                  else if (o.name == "--svg" || o.name == "--html") svg = o.value();
-                  else if (o.is_flag("--json")) json = true;
-                  else return false;
+                  if (o.name == "--seconds")
+                    seconds = parse_seconds(o.name, o.value(), 600);
+                  else if (o.name == "--source")
+                    source = o.value();
+                  else if (o.name == "--svg" || o.name == "--html")
+                    svg = o.value();
+                  else if (o.is_flag("--json"))
+                    json = true;
+                  else
+                    return false;
                   return true;
                 });
   // the chart's file is opened before anything is measured: a bad path
@@ -320,8 +329,9 @@ int cmd_timing(int argc, char **argv) {
     o += ",\"backward_steps\":" + json_u(backward) + ",\"sources\":[";
     for (size_t i = 0; i < results.size(); i++) o += (i ? "," : "") + to_json(results[i]);
     for (size_t i = 0; i < skipped.size(); i++)
-      o += std::string(results.empty() && i == 0 ? "" : ",") + "{\"name\":" +
-           json_str(skipped[i]->name) + ",\"description\":" + json_str(skipped[i]->what) +
+      o += std::string(results.empty() && i == 0 ? "" : ",") +
+           "{\"name\":" + json_str(skipped[i]->name) +
+           ",\"description\":" + json_str(skipped[i]->what) +
            ",\"usable\":false,\"reason\":" + json_str(skipped[i]->why_not) + "}";
     std::printf("%s]}\n", o.c_str());
   } else {

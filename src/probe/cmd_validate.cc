@@ -55,11 +55,16 @@ int cmd_validate(int argc, char **argv) {
   bool json = false;
   parse_options(argc, argv, "--seconds S, --source NAME, --fixture-out FILE, --json",
                 [&](const Option &o) {
-                  if (o.name == "--seconds") seconds = parse_seconds(o.name, o.value(), 600);
-                  else if (o.name == "--fixture-out") fixture_out = o.value();
-                  else if (o.name == "--source") source = o.value();
-                  else if (o.is_flag("--json")) json = true;
-                  else return false;
+                  if (o.name == "--seconds")
+                    seconds = parse_seconds(o.name, o.value(), 600);
+                  else if (o.name == "--fixture-out")
+                    fixture_out = o.value();
+                  else if (o.name == "--source")
+                    source = o.value();
+                  else if (o.is_flag("--json"))
+                    json = true;
+                  else
+                    return false;
                   return true;
                 });
   if (!source.empty() && tickclock_source_from_name(source.c_str()) < 0)
@@ -74,9 +79,11 @@ int cmd_validate(int argc, char **argv) {
   Run r;
   r.seconds = seconds;
   pr_set_tsc_before(&r.tsc_faults);  // first: this process has not used the library yet
-  if (!source.empty()) force_source(source);  // the source under test (a UsageError drops the fixture)
+  if (!source.empty())
+    force_source(source);  // the source under test (a UsageError drops the fixture)
   const tickclock_info *info = settled_info();
-  const bool counter = info->source != TICKCLOCK_SOURCE_SYSTEM && info->source != TICKCLOCK_SOURCE_QPC;
+  const bool counter =
+      info->source != TICKCLOCK_SOURCE_SYSTEM && info->source != TICKCLOCK_SOURCE_QPC;
   r.info = info;
   r.counter = counter;
   tkt_gather(&r.ev);
@@ -111,11 +118,12 @@ int cmd_validate(int argc, char **argv) {
     if (items[k].status == "NOT_RUN" && kChecks[k].essential) not_run.push_back(k);
   }
   const bool pass = failed.empty();
-  std::string verdict_name = incomplete ? "INCOMPLETE"
-                             : !failed.empty() ? "FAIL"
+  std::string verdict_name = incomplete         ? "INCOMPLETE"
+                             : !failed.empty()  ? "FAIL"
                              : !not_run.empty() ? "INCONCLUSIVE"
                                                 : "PASS";
-  std::string who = fmt("%s (%s)", info->source_name, info->forced ? "forced" : "tickclock's choice");
+  std::string who =
+      fmt("%s (%s)", info->source_name, info->forced ? "forced" : "tickclock's choice");
   std::string names, next, nr_names, nr_next;
   for (size_t k : failed) {
     names += (names.empty() ? "" : ", ") + items[k].name;
@@ -126,8 +134,7 @@ int cmd_validate(int argc, char **argv) {
     nr_next += (nr_next.empty() ? "" : "; ") + items[k].name + ": " + items[k].advice;
   }
   std::string verdict =
-      incomplete
-          ? unfinished.line() + (pass ? "" : " (and a check FAILED before that)")
+      incomplete ? unfinished.line() + (pass ? "" : " (and a check FAILED before that)")
       : !failed.empty()
           ? "FAIL: " + who + " failed: " + names + ". Next: " + next +
                 (not_run.empty() ? "" : ". Also NOT run: " + nr_names + " (" + nr_next + ")")
@@ -166,12 +173,15 @@ int cmd_validate(int argc, char **argv) {
     // metadata value is limited in length)
     for (const Item &it : items) {
       std::fprintf(fx, "# validate.%s: %s\n", it.name.c_str(), it.status.c_str());
-      std::fprintf(fx, "#   [%s] %s %s\n", it.status.c_str(), it.name.c_str(), esc(it.detail).c_str());
+      std::fprintf(fx, "#   [%s] %s %s\n", it.status.c_str(), it.name.c_str(),
+                   esc(it.detail).c_str());
     }
-    if (counter) std::fprintf(fx, "# calibration_hz: %" PRIu64 "/%" PRIu64 "\n", info->hz_num, info->hz_den);
+    if (counter)
+      std::fprintf(fx, "# calibration_hz: %" PRIu64 "/%" PRIu64 "\n", info->hz_num, info->hz_den);
     for (unsigned k = 0; k < info->n_candidates; k++)
       if (info->candidates[k].read_ns > 0)
-        std::fprintf(fx, "# read_ns.%s: %.1f\n", info->candidates[k].name, info->candidates[k].read_ns);
+        std::fprintf(fx, "# read_ns.%s: %.1f\n", info->candidates[k].name,
+                     info->candidates[k].read_ns);
     if (!info->forced) {
       std::fprintf(fx, "# expect.source: %s\n", info->source_name);
       std::fprintf(fx, "# expect.freq: %s\n",
@@ -191,20 +201,22 @@ int cmd_validate(int argc, char **argv) {
     std::string o = json_envelope("validate") + ",\"source\":" + json_str(info->source_name) +
                     ",\"forced\":" + json_b(info->forced) + ",\"seconds\":" + json_num(seconds) +
                     ",\"cpus\":" + json_u(allowed_cpus().size()) +
-                    ",\"interrupted\":" + json_b(incomplete) + ",\"unfinished\":" + unfinished.json();
+                    ",\"interrupted\":" + json_b(incomplete) +
+                    ",\"unfinished\":" + unfinished.json();
     o += ",\"checks\":[";
     for (size_t k = 0; k < items.size(); k++)
       o += (k ? "," : "") + std::string("{\"name\":") + json_str(items[k].name) +
-           ",\"status\":" + json_str(items[k].status) + ",\"essential\":" +
-           json_b(kChecks[k].essential) + ",\"detail\":" + json_str(items[k].detail) +
-           items[k].json_extra + "}";
+           ",\"status\":" + json_str(items[k].status) +
+           ",\"essential\":" + json_b(kChecks[k].essential) +
+           ",\"detail\":" + json_str(items[k].detail) + items[k].json_extra + "}";
     o += "],\"failed\":[";
     for (size_t k = 0; k < failed.size(); k++)
       o += (k ? "," : "") + json_unfinished(items[failed[k]].name, kChecks[failed[k]].next_step);
     o += "],\"not_run\":[";
     for (size_t k = 0; k < not_run.size(); k++)
-      o += (k ? "," : "") + json_unfinished(items[not_run[k]].name,
-                                            items[not_run[k]].detail + "; " + items[not_run[k]].advice);
+      o += (k ? "," : "") +
+           json_unfinished(items[not_run[k]].name,
+                           items[not_run[k]].detail + "; " + items[not_run[k]].advice);
     o += "],\"verdict\":" + json_str(verdict_name) + ",\"summary\":" + json_str(verdict) + "}";
     std::printf("%s\n", o.c_str());
   } else {
@@ -213,7 +225,8 @@ int cmd_validate(int argc, char **argv) {
       std::printf("  [%-4s] %-12s %s%s\n", it.status.c_str(), it.name.c_str(), it.detail.c_str(),
                   it.advice.empty() ? "" : (" -- " + it.advice).c_str());
     std::printf("verdict: %s\n", verdict.c_str());
-    if (!fixture_out.empty() && !incomplete) std::printf("fixture written to %s\n", esc(fixture_out).c_str());
+    if (!fixture_out.empty() && !incomplete)
+      std::printf("fixture written to %s\n", esc(fixture_out).c_str());
     else if (incomplete && !fixture_out.empty())
       std::printf("fixture not written: the run did not finish (%s left as it was)\n",
                   esc(fixture_out).c_str());

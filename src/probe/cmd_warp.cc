@@ -24,10 +24,14 @@ int cmd_warp(int argc, char **argv) {
   std::string source;
   bool json = false;
   parse_options(argc, argv, "--seconds S, --source NAME, --json", [&](const Option &o) {
-    if (o.name == "--seconds") seconds = parse_seconds(o.name, o.value(), 600);
-    else if (o.name == "--source") source = o.value();
-    else if (o.is_flag("--json")) json = true;
-    else return false;
+    if (o.name == "--seconds")
+      seconds = parse_seconds(o.name, o.value(), 600);
+    else if (o.name == "--source")
+      source = o.value();
+    else if (o.is_flag("--json"))
+      json = true;
+    else
+      return false;
     return true;
   });
   if (!source.empty()) force_source(source);
@@ -56,24 +60,28 @@ int cmd_warp(int argc, char **argv) {
   // one CPU allowed while others are online: per-CPU offsets not checked
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   const bool inconclusive = !incomplete && w.empty() && online > 1;
-  const char *verdict = incomplete ? "INCOMPLETE" : back ? "WARP" : inconclusive ? "INCONCLUSIVE" : "PASS";
+  const char *verdict = incomplete     ? "INCOMPLETE"
+                        : back         ? "WARP"
+                        : inconclusive ? "INCONCLUSIVE"
+                                       : "PASS";
   std::string advice =
       inconclusive ? fmt("1 CPU allowed to this process of %ld online: no pair to test, per-CPU "
                          "offsets NOT checked; run with >= 2 CPUs (no taskset, a larger cpuset)",
                          online)
                    : std::string();
   if (json) {
-    std::string o = json_envelope("warp") + ",\"source\":" + json_str(info->source_name) +
-                    ",\"interrupted\":" + json_b(incomplete) + ",\"cpus\":" + json_u(cpus.size()) +
-                    ",\"online_cpus\":" + (online > 0 ? json_u((unsigned long long)online) : "null") +
-                    ",\"pairs\":[";
+    std::string o =
+        json_envelope("warp") + ",\"source\":" + json_str(info->source_name) +
+        ",\"interrupted\":" + json_b(incomplete) + ",\"cpus\":" + json_u(cpus.size()) +
+        ",\"online_cpus\":" + (online > 0 ? json_u((unsigned long long)online) : "null") +
+        ",\"pairs\":[";
     for (size_t k = 0; k < w.size(); k++)
-      o += (k ? "," : "") + fmt("{\"cpu_a\":%d,\"cpu_b\":%d,\"pinned\":%s,", w[k].cpu_a, w[k].cpu_b,
-                                w[k].pinned ? "true" : "false") +
-           "\"iterations\":" + json_u(w[k].iterations) + ",\"backward\":" +
-           json_u(w[k].backward) + ",\"max_warp_ns\":" +
-           json_num((double)w[k].max_warp_ticks * ns_tick) + ",\"completed\":" +
-           json_b(w[k].completed) + "}";
+      o += (k ? "," : "") +
+           fmt("{\"cpu_a\":%d,\"cpu_b\":%d,\"pinned\":%s,", w[k].cpu_a, w[k].cpu_b,
+               w[k].pinned ? "true" : "false") +
+           "\"iterations\":" + json_u(w[k].iterations) + ",\"backward\":" + json_u(w[k].backward) +
+           ",\"max_warp_ns\":" + json_num((double)w[k].max_warp_ticks * ns_tick) +
+           ",\"completed\":" + json_b(w[k].completed) + "}";
     o += "],\"backward\":" + json_u(back) + ",\"complete\":" + json_b(!incomplete) +
          ",\"unfinished\":" + unfinished.json();
     o += ",\"verdict\":" + json_str(verdict) + ",\"summary\":" +
@@ -81,7 +89,8 @@ int cmd_warp(int argc, char **argv) {
     std::printf("%s\n", o.c_str());
   } else {
     std::printf("tickclock-probe warp: %s, %zu CPU pair(s)\n", info->source_name, w.size());
-    std::printf("  %5s %5s %14s %10s %16s\n", "cpu", "cpu", "hand-offs", "backward", "largest warp");
+    std::printf("  %5s %5s %14s %10s %16s\n", "cpu", "cpu", "hand-offs", "backward",
+                "largest warp");
     for (const WarpPair &p : w)
       std::printf("  %5d %5d %14" PRIu64 " %10" PRIu64 " %13.1f ns%s\n", p.cpu_a, p.cpu_b,
                   p.iterations, p.backward, (double)p.max_warp_ticks * ns_tick,

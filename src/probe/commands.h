@@ -8,10 +8,10 @@
 namespace tickclock_probe {
 
 struct Command {
-  const char *name;   // argv[1]; "" for the default report
+  const char *name;                   // argv[1]; "" for the default report
   int (*run)(int argc, char **argv);  // argv[0] is the subcommand name
-  const char *usage;  // one line: the synopsis
-  const char *help;   // what --help adds: a sentence and one line per option
+  const char *usage;                  // one line: the synopsis
+  const char *help;                   // what --help adds: a sentence and one line per option
 };
 
 #include <cstdio>

@@ -125,10 +125,9 @@ void print_dump(const std::vector<Leaf> &leaves, bool native, FILE *out) {
   }
   for (const Leaf &l : leaves)
     std::fprintf(out, "%s %s %s %s %s %s\n", hex8(l.leaf).c_str(), hex8(l.subleaf).c_str(),
-                hex8(l.r.eax).c_str(), hex8(l.r.ebx).c_str(), hex8(l.r.ecx).c_str(),
-                hex8(l.r.edx).c_str());
+                 hex8(l.r.eax).c_str(), hex8(l.r.ebx).c_str(), hex8(l.r.ecx).c_str(),
+                 hex8(l.r.edx).c_str());
 }
-
 
 void write_cpuid_dump(FILE *f) { print_dump(enumerate_native(), true, f); }
 

@@ -32,8 +32,7 @@ const Command kCommands[] = {
      "Ends with a summary table, one line per source.\n"
      "Exit: 0 done, 1 a read stepped backwards, 2 bad input, 3 output not written,\n"
      "130/143 interrupted (INCOMPLETE).\n"},
-    {"validate", cmd_validate,
-     "validate [--seconds S] [--source NAME] [--fixture-out F] [--json]",
+    {"validate", cmd_validate, "validate [--seconds S] [--source NAME] [--fixture-out F] [--json]",
      "The checklist for a new machine or hypervisor: cpuid, clocksource, frequency,\n"
      "drift, monotonic, warp, read_cost, pr_set_tsc. Each is PASS, FAIL, SKIP (does not\n"
      "apply here) or NOT_RUN (applies, but could not run here).\n"
@@ -100,8 +99,8 @@ void command_usage(const Command &c) {
 int finish(const Command &c, int rc) {
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
     int e = errno;
-    std::fprintf(stderr, "tickclock-probe%s%s: cannot write the output: %s\n",
-                 c.name[0] ? " " : "", c.name, std::strerror(e ? e : EIO));
+    std::fprintf(stderr, "tickclock-probe%s%s: cannot write the output: %s\n", c.name[0] ? " " : "",
+                 c.name, std::strerror(e ? e : EIO));
     return 3;
   }
   return rc;

@@ -58,8 +58,8 @@ std::string source_names() {
 void force_source(const std::string &name) {
   int s = tickclock_source_from_name(name.c_str());
   if (s < 0)
-    throw UsageError{"--source: unknown source '" + name + "' (expected one of " +
-                     source_names() + ")"};
+    throw UsageError{"--source: unknown source '" + name + "' (expected one of " + source_names() +
+                     ")"};
   tickclock_config cfg = {s, 0, 0};
   if (tickclock_init(&cfg) == TICKCLOCK_OK) return;
   // the requested source's own reason, not the one in use: the candidate
@@ -71,8 +71,10 @@ void force_source(const std::string &name) {
       throw UsageError{"--source " + name + ": not usable here: " + i->candidates[k].reason};
     have += (have.empty() ? "" : ", ") + std::string(i->candidates[k].name);
   }
-  throw UsageError{"--source " + name + ": not usable here: not a source of this machine "
-                   "(its candidates: " + have + ")"};
+  throw UsageError{"--source " + name +
+                   ": not usable here: not a source of this machine "
+                   "(its candidates: " +
+                   have + ")"};
 }
 
 const tickclock_info *settled_info() {
@@ -259,8 +261,8 @@ std::vector<Reader> all_readers() {
   add("rdtscp", "RDTSCP", read_rdtscp, false, rdtscp,
       counter_ok ? "CPUID.80000001H:EDX[27] (RDTSCP) is clear: it would raise #UD" : why);
 #elif defined(TKT_COUNTER)
-  add(tickclock_source_name(TKT_COUNTER), "the architectural counter", tkt_counter_read,
-      false, counter_ok, why);
+  add(tickclock_source_name(TKT_COUNTER), "the architectural counter", tkt_counter_read, false,
+      counter_ok, why);
   add((std::string(tickclock_source_name(TKT_COUNTER)) + "_ordered").c_str(),
       "the architectural counter, ordered", tkt_counter_read_ordered, false, counter_ok, why);
 #endif
@@ -269,8 +271,8 @@ std::vector<Reader> all_readers() {
   add("clock_gettime_raw", "clock_gettime(CLOCK_MONOTONIC_RAW)", read_mono_raw, true, true, "");
 #endif
 #if defined(CLOCK_MONOTONIC_COARSE)
-  add("clock_gettime_coarse", "clock_gettime(CLOCK_MONOTONIC_COARSE)", read_mono_coarse, true,
-      true, "");
+  add("clock_gettime_coarse", "clock_gettime(CLOCK_MONOTONIC_COARSE)", read_mono_coarse, true, true,
+      "");
 #endif
   return v;
 }
@@ -360,7 +362,6 @@ std::string first_line(const char *path) {
   char buf[256];
   return tkt_read_line(path, buf, sizeof buf) ? std::string(buf) : std::string();
 }
-
 
 std::string hypervisor_signature() {
 #if defined(__x86_64__) || defined(__i386__)

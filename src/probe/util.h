@@ -92,8 +92,8 @@ double parse_seconds(const std::string &opt, const std::string &v, double max_s)
 // commands that measure, before anything else runs.
 void install_sigint();
 bool interrupted();
-int interrupt_signal();      // the signal that interrupted, 0 if none
-int interrupted_exit();      // 128 + interrupt_signal()
+int interrupt_signal();        // the signal that interrupted, 0 if none
+int interrupted_exit();        // 128 + interrupt_signal()
 const char *interrupt_name();  // "SIGINT", "SIGTERM"
 
 // What a measuring command (timing, validate, warp) had not finished when
@@ -132,13 +132,13 @@ inline double ns_per_tick(const tickclock_info *i) { return 1e9 / i->hz; }
 
 // ---- the reads the probe compares ------------------------------------------
 struct Reader {
-  std::string name;       // --source NAME
-  std::string what;       // one-line description
-  uint64_t (*read)();     // raw ticks
-  bool ticks_are_ns;      // else converted with conv
-  tickclock_conv conv;    // ticks -> ns when !ticks_are_ns
+  std::string name;     // --source NAME
+  std::string what;     // one-line description
+  uint64_t (*read)();   // raw ticks
+  bool ticks_are_ns;    // else converted with conv
+  tickclock_conv conv;  // ticks -> ns when !ticks_are_ns
   bool usable;
-  std::string why_not;    // when !usable
+  std::string why_not;  // when !usable
 };
 
 // Every read this machine has (unusable ones carry why_not). Counter
@@ -189,7 +189,6 @@ std::string json_num(double v);  // finite -> number, else null
 std::string json_hz(double v);
 
 }  // namespace tickclock_probe
-
 
 namespace tickclock_probe {
 

@@ -21,12 +21,12 @@ struct Item {
 };
 
 struct TscFaults {
-  bool applicable = false;   // x86 Linux, a TSC, not under emulation
-  std::string not_why;       // when !applicable
-  int before = -2;           // wait status of the before-first-use child
-  int after = -2;            // ... of the after-init child
-  int rdtsc = -2;            // ... of the bare-RDTSC-after-PR_SET_TSC child
-  int vdso = -2;             // ... of the vDSO-clock_gettime-after child
+  bool applicable = false;  // x86 Linux, a TSC, not under emulation
+  std::string not_why;      // when !applicable
+  int before = -2;          // wait status of the before-first-use child
+  int after = -2;           // ... of the after-init child
+  int rdtsc = -2;           // ... of the bare-RDTSC-after-PR_SET_TSC child
+  int vdso = -2;            // ... of the vDSO-clock_gettime-after child
 };
 
 // What one run of validate shares between its checks and its report.

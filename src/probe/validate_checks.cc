@@ -37,9 +37,8 @@ bool check_cpuid(Run &r, Item &it) {
 #if defined(__x86_64__) || defined(__i386__)
   const tickclock_x86_facts &x = r.ev.x86;
   it.detail = fmt("%s family %u model 0x%x: TSC %s, invariant TSC %s, RDTSCP %s, hypervisor %s",
-                  x.vendor, x.family, x.model, x.tsc ? "yes" : "no",
-                  x.invariant_tsc ? "yes" : "no", x.rdtscp ? "yes" : "no",
-                  x.hypervisor ? "yes" : "no");
+                  x.vendor, x.family, x.model, x.tsc ? "yes" : "no", x.invariant_tsc ? "yes" : "no",
+                  x.rdtscp ? "yes" : "no", x.hypervisor ? "yes" : "no");
   it.json_extra = fmt(",\"tsc\":%s,\"invariant_tsc\":%s,\"rdtscp\":%s,\"hypervisor_bit\":%s",
                       x.tsc ? "true" : "false", x.invariant_tsc ? "true" : "false",
                       x.rdtscp ? "true" : "false", x.hypervisor ? "true" : "false");
@@ -55,15 +54,15 @@ bool check_cpuid(Run &r, Item &it) {
 
 bool check_clocksource(Run &r, Item &it) {
   it.detail = r.ev.clocksource_known ? fmt("current %s, available: %s", r.ev.clocksource,
-                                         r.ev.available_known ? r.ev.available_clocksource : "?")
-                                   : std::string("not readable");
-  it.json_extra = ",\"current\":" + (r.ev.clocksource_known ? json_str(r.ev.clocksource) : "null") +
-                  ",\"available\":" +
-                  (r.ev.available_known ? json_str(r.ev.available_clocksource) : "null");
+                                           r.ev.available_known ? r.ev.available_clocksource : "?")
+                                     : std::string("not readable");
+  it.json_extra =
+      ",\"current\":" + (r.ev.clocksource_known ? json_str(r.ev.clocksource) : "null") +
+      ",\"available\":" + (r.ev.available_known ? json_str(r.ev.available_clocksource) : "null");
   if (r.info->source == TICKCLOCK_SOURCE_TSC && r.ev.os_linux) {
     // the decider's own reading of the kernel's verdict (incl. paravirt clocks)
     bool ok = r.ev.clocksource_known && (std::strcmp(r.ev.clocksource, "tsc") == 0 ||
-                                       std::strstr(r.ev.available_clocksource, "tsc") != nullptr);
+                                         std::strstr(r.ev.available_clocksource, "tsc") != nullptr);
     it.status = ok ? "PASS" : "FAIL";
     if (!ok) it.detail += ": the kernel does not offer the TSC";
   } else if (!r.counter) {
@@ -89,13 +88,14 @@ bool check_frequency(Run &r, Item &it) {
       }
     }
     it.status = ok ? "PASS" : "FAIL";
-    it.detail = fmt("using %.6f MHz (%s, +-%.2f ppm); max pairwise disagreement %.2f ppm; %s",
-                    r.info->hz / 1e6, r.info->freq_detail ? r.info->freq_detail : r.info->freq_method_name,
-                    r.info->uncertainty_ppm, r.info->max_disagreement_ppm, list.c_str());
+    it.detail =
+        fmt("using %.6f MHz (%s, +-%.2f ppm); max pairwise disagreement %.2f ppm; %s",
+            r.info->hz / 1e6, r.info->freq_detail ? r.info->freq_detail : r.info->freq_method_name,
+            r.info->uncertainty_ppm, r.info->max_disagreement_ppm, list.c_str());
     it.json_extra = ",\"hz\":" + json_hz(r.info->hz) + ",\"hz_num\":" + json_u(r.info->hz_num) +
-                    ",\"hz_den\":" + json_u(r.info->hz_den) + ",\"uncertainty_ppm\":" +
-                    json_num(r.info->uncertainty_ppm) + ",\"max_disagreement_ppm\":" +
-                    json_num(r.info->max_disagreement_ppm);
+                    ",\"hz_den\":" + json_u(r.info->hz_den) +
+                    ",\"uncertainty_ppm\":" + json_num(r.info->uncertainty_ppm) +
+                    ",\"max_disagreement_ppm\":" + json_num(r.info->max_disagreement_ppm);
     if (!ok) it.detail += " — a source disagrees beyond its bound";
   } else {
     it.detail = "ticks are nanoseconds (the OS clock)";
@@ -120,16 +120,17 @@ bool check_drift(Run &r, Item &it) {
   // the bound: the frequency's own uncertainty, the brackets, 2 ns of
   // clock granularity, plus 5 ppm; CLOCK_MONOTONIC may be slewed by NTP
   // (at most 500 ppm) relative to MONOTONIC_RAW.
-  double bracket_ppm = ((double)(w0 + w1) / 2.0 * (r.counter ? ns_per_tick(r.info) : 1.0) + 2.0) /
-                       raw * 1e6;
+  double bracket_ppm =
+      ((double)(w0 + w1) / 2.0 * (r.counter ? ns_per_tick(r.info) : 1.0) + 2.0) / raw * 1e6;
   double bound = r.counter ? 3 * r.info->uncertainty_ppm + bracket_ppm + 5.0 : 500.0;
   it.status = std::fabs(r.drift_ppm) <= bound ? "PASS" : "FAIL";
   it.detail = fmt("%+.3f ppm over %.2f s against CLOCK_MONOTONIC_RAW (bound %.2f ppm%s)",
                   r.drift_ppm, raw / 1e9, bound, r.counter ? "" : ": NTP slew allowance");
   if (r.info->source == TICKCLOCK_SOURCE_TSC && r.ev.clocksource_known &&
       std::strcmp(r.ev.clocksource, "tsc") == 0)
-    it.detail += "; CLOCK_MONOTONIC_RAW is this TSC (clocksource tsc): blind to per-CPU "
-                 "offsets, which the warp check covers";
+    it.detail +=
+        "; CLOCK_MONOTONIC_RAW is this TSC (clocksource tsc): blind to per-CPU "
+        "offsets, which the warp check covers";
   it.json_extra = ",\"ppm\":" + json_num(r.drift_ppm) + ",\"bound_ppm\":" + json_num(bound) +
                   ",\"seconds\":" + json_num(raw / 1e9);
   return r1 >= end;
@@ -149,8 +150,8 @@ bool check_monotonic(Run &r, Item &it) {
   it.detail = fmt("%" PRIu64 " reads on %zu CPUs, %" PRIu64 " backward steps%s", reads, m.size(),
                   r.mono_back, unpinned ? " (some threads could not be pinned)" : "");
   if (online > 0 && (size_t)online > allowed_cpus().size())
-    it.detail += fmt(" (on the %zu of %ld online CPUs this process may use)", allowed_cpus().size(),
-                     online);
+    it.detail +=
+        fmt(" (on the %zu of %ld online CPUs this process may use)", allowed_cpus().size(), online);
   it.json_extra = ",\"reads\":" + json_u(reads) + ",\"cpus\":" + json_u(m.size()) +
                   ",\"backward\":" + json_u(r.mono_back);
   bool all_done = m.size() == allowed_cpus().size();
@@ -172,9 +173,10 @@ bool check_warp(Run &r, Item &it) {
     // the check applies (this program may run on the other CPUs) but has no
     // pair here: not a pass
     it.status = "NOT_RUN";
-    it.detail = fmt("one CPU allowed to this process of %ld online: per-CPU offsets NOT "
-                    "checked (drift and calibration cannot see them)",
-                    online);
+    it.detail =
+        fmt("one CPU allowed to this process of %ld online: per-CPU offsets NOT "
+            "checked (drift and calibration cannot see them)",
+            online);
     it.advice = "run with >= 2 CPUs (no taskset, a cpuset or container with more CPUs)";
   } else if (w.empty()) {
     it.status = "SKIP";
@@ -206,12 +208,13 @@ bool check_read_cost(Run &r, Item &it) {
                   ",\"vdso_reads_tsc\":" + json_b(vdso_reads_tsc(r.ev));
   if (r.counter) {
     it.status = mine <= os ? "PASS" : "FAIL";
-    it.detail = fmt("%.1f ns per read vs %.1f ns for clock_gettime (%.2fx)%s", mine, os,
-                    mine / os, mine <= os ? "" : ": trapped or emulated?");
+    it.detail = fmt("%.1f ns per read vs %.1f ns for clock_gettime (%.2fx)%s", mine, os, mine / os,
+                    mine <= os ? "" : ": trapped or emulated?");
     if (r.info->source == TICKCLOCK_SOURCE_TSC && vdso_reads_tsc(r.ev))
-      it.detail += fmt("; nearly vacuous here: the vDSO's clock_gettime executes RDTSC too "
-                       "(clocksource %s), so a trapped RDTSC would slow both",
-                       r.ev.clocksource);
+      it.detail +=
+          fmt("; nearly vacuous here: the vDSO's clock_gettime executes RDTSC too "
+              "(clocksource %s), so a trapped RDTSC would slow both",
+              r.ev.clocksource);
   } else {
     it.detail = fmt("the OS clock itself: %.1f ns per read", os);
   }
@@ -229,16 +232,15 @@ bool check_pr_set_tsc(Run &r, Item &it) {
     bool before_ok = child_ok(f.before) || child_cannot(f.before);
     bool after_ok = child_ok(f.after) || child_cannot(f.after);
     it.status = before_ok && after_ok ? "PASS" : "FAIL";
-    std::string enforced = child_segv(f.rdtsc)
-                               ? std::string("enforced here: RDTSC raises SIGSEGV afterwards")
-                               : child_ok(f.rdtsc)
-                                     ? std::string("NOT enforced here: RDTSC keeps working afterwards")
-                                     : "RDTSC afterwards: " + describe_status(f.rdtsc);
+    std::string enforced =
+        child_segv(f.rdtsc) ? std::string("enforced here: RDTSC raises SIGSEGV afterwards")
+        : child_ok(f.rdtsc) ? std::string("NOT enforced here: RDTSC keeps working afterwards")
+                            : "RDTSC afterwards: " + describe_status(f.rdtsc);
     enforced += child_segv(f.vdso) ? ", and so does the vDSO's clock_gettime"
                 : child_ok(f.vdso) ? "; the vDSO's clock_gettime keeps working"
                                    : "; vDSO clock_gettime: " + describe_status(f.vdso);
     it.detail = enforced + "; before first use: " +
-                (child_ok(f.before) ? "the OS clock, reason names PR_SET_TSC, no trap"
+                (child_ok(f.before)       ? "the OS clock, reason names PR_SET_TSC, no trap"
                  : child_cannot(f.before) ? "could not be injected"
                                           : "FAILED (" + describe_status(f.before) + ")") +
                 "; after init: " +
@@ -246,12 +248,17 @@ bool check_pr_set_tsc(Run &r, Item &it) {
                  : child_cannot(f.after) ? "the TSC could not be put in use"
                                          : "FAILED (" + describe_status(f.after) + ")");
   }
-  it.json_extra = std::string(",\"enforced\":") +
-                  (child_segv(f.rdtsc) ? "true" : child_ok(f.rdtsc) ? "false" : "null") +
-                  ",\"vdso_traps\":" +
-                  (child_segv(f.vdso) ? "true" : child_ok(f.vdso) ? "false" : "null") +
-                  ",\"before_first_use\":" + json_str(f.applicable ? describe_status(f.before) : "not run") +
-                  ",\"after_init\":" + json_str(f.applicable ? describe_status(f.after) : "not run");
+  it.json_extra =
+      std::string(",\"enforced\":") +
+      (child_segv(f.rdtsc) ? "true"
+       : child_ok(f.rdtsc) ? "false"
+                           : "null") +
+      ",\"vdso_traps\":" +
+      (child_segv(f.vdso) ? "true"
+       : child_ok(f.vdso) ? "false"
+                          : "null") +
+      ",\"before_first_use\":" + json_str(f.applicable ? describe_status(f.before) : "not run") +
+      ",\"after_init\":" + json_str(f.applicable ? describe_status(f.after) : "not run");
   return true;
 }
 

@@ -64,12 +64,12 @@ bool disable_tsc() { return prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) == 0; }
 int child_before_first_use() {
   if (!disable_tsc()) return kCannotInject;
   const tickclock_info *i = tickclock_info_get();
-  if (i->source == TICKCLOCK_SOURCE_TSC) return 10;           // chose the disabled TSC
+  if (i->source == TICKCLOCK_SOURCE_TSC) return 10;  // chose the disabled TSC
   bool named = false;
   for (unsigned k = 0; k < i->n_candidates; k++)
     if (i->candidates[k].source == TICKCLOCK_SOURCE_TSC)
       named = std::strstr(i->candidates[k].reason, "PR_SET_TSC") != nullptr;
-  if (!named) return 11;                                       // the reason does not say why
+  if (!named) return 11;  // the reason does not say why
   uint64_t a = tickclock_now(), b = tickclock_now_ordered();
   if (tickclock_delta_ns(a, b) < 0) return 12;
   tickclock_config cfg = {TICKCLOCK_SOURCE_TSC, 0, 0};
@@ -134,8 +134,9 @@ int child_vdso_clock_gettime() {
 #endif
 #endif
 #if defined(PROBE_ASAN)
-constexpr const char *kSanitizer = "AddressSanitizer, whose allocator reads the clock through "
-                                   "the vDSO";
+constexpr const char *kSanitizer =
+    "AddressSanitizer, whose allocator reads the clock through "
+    "the vDSO";
 #elif defined(PROBE_TSAN)
 constexpr const char *kSanitizer = "ThreadSanitizer, whose runtime traps inside fopen";
 #else
@@ -159,7 +160,8 @@ void pr_set_tsc_before(TscFaults *f) {
     // process itself. Under QEMU system emulation the guest's own kernel
     // names the emulated CPU ("QEMU TCG CPU", "QEMU Virtual CPU") and
     // enforces PR_SET_TSC: the check applies there.
-    f->not_why = "under QEMU user-mode emulation: PR_SET_TSC would reach the emulator, not this program";
+    f->not_why =
+        "under QEMU user-mode emulation: PR_SET_TSC would reach the emulator, not this program";
   } else {
     f->applicable = true;
     f->before = in_child(child_before_first_use);

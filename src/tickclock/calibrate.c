@@ -62,8 +62,7 @@ void tkc_cal_start(tickclock_calibration *c, tkc_bracket b) {
   c->start_susp = b.susp;
 }
 
-static int tkc_cal_from(tkc_bracket a, tkc_bracket b,
-                        tickclock_calibration *out) {
+static int tkc_cal_from(tkc_bracket a, tkc_bracket b, tickclock_calibration *out) {
   out->ok = 0;
   tkc_cal_start(out, a);
   out->bracket_end = b.width;
@@ -107,7 +106,8 @@ int tkc_calibrate(uint64_t (*rd)(void), uint32_t ms, tickclock_calibration *out)
       out->no_clock = 1;
       return 0;
     }
-    if (a.width == UINT64_MAX && attempt < 3) continue; /* a suspend or every try backwards: again */
+    if (a.width == UINT64_MAX && attempt < 3)
+      continue; /* a suspend or every try backwards: again */
     for (span = ms;; span *= 4) {
       tkc_wait_until(a.ns + (uint64_t)span * UINT64_C(1000000));
       b = tkc_tightest_bracket(rd);

@@ -34,8 +34,10 @@ static void tkc_perf_claim(const tickclock_evidence *ev, tickclock_freq *c) {
   else if (!p->ok)
     tkc_fmt(b, n, "perf_event_open/mmap of a self-monitoring event failed (errno %d)", p->err);
   else if (!p->cap_user_time)
-    tkc_strlcpy(b, "perf mmap page has cap_user_time = 0: the kernel does not publish a "
-                   "TSC-to-ns conversion (its clock is not a stable native TSC)", n);
+    tkc_strlcpy(b,
+                "perf mmap page has cap_user_time = 0: the kernel does not publish a "
+                "TSC-to-ns conversion (its clock is not a stable native TSC)",
+                n);
   else
     tkc_fmt(b, n, "perf mmap page has unusable time_mult %u / time_shift %u",
             (unsigned)p->time_mult, (unsigned)p->time_shift);
@@ -66,7 +68,7 @@ static void tkc_cal_claim(const tickclock_evidence *ev, tickclock_freq *c) {
     return;
   }
   tkc_strlcpy(c->why,
-              ev->cal.ns            ? "calibration failed"
+              ev->cal.ns           ? "calibration failed"
               : ev->cal_deferrable ? "not calibrated yet: a published frequency is "
                                      "used first, the first refinement measures it"
                                    : "not calibrated: the counter was not going to "

@@ -43,8 +43,7 @@ static uint64_t tkc_gcd(uint64_t a, uint64_t b) {
 
 /* n / d as integer part and rounded-up 64-bit fraction; n = n_hi:n_lo.
  * Returns 0 if the integer part does not fit in 64 bits. */
-static int tkc_fixed(uint64_t n_hi, uint64_t n_lo, uint64_t d, uint64_t *ip,
-                     uint64_t *fp) {
+static int tkc_fixed(uint64_t n_hi, uint64_t n_lo, uint64_t d, uint64_t *ip, uint64_t *fp) {
   uint64_t rem, frac_rem;
   if (n_hi >= d) return 0;
   *ip = tkc_div128(n_hi, n_lo, d, &rem);

@@ -21,8 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int tickclock_cpuid_native(void *ctx, uint32_t leaf, uint32_t subleaf,
-                           tickclock_cpuid_regs *out) {
+int tickclock_cpuid_native(void *ctx, uint32_t leaf, uint32_t subleaf, tickclock_cpuid_regs *out) {
   (void)ctx;
   memset(out, 0, sizeof *out);
 #if defined(TKC_X86)
@@ -45,8 +44,8 @@ int tickclock_cpuid_native(void *ctx, uint32_t leaf, uint32_t subleaf,
 
 /* ---- decoding: a pure function of the leaves ---------------------------- */
 
-static int tkc_x86_leaf(tickclock_cpuid_fn fn, void *ctx, uint32_t leaf, uint32_t sub,
-                               uint32_t max, tickclock_cpuid_regs *r) {
+static int tkc_x86_leaf(tickclock_cpuid_fn fn, void *ctx, uint32_t leaf, uint32_t sub, uint32_t max,
+                        tickclock_cpuid_regs *r) {
   memset(r, 0, sizeof *r);
   if (leaf > max) return 0; /* past the range's maximum: absent, whatever it returns */
   return fn(ctx, leaf, sub, r);
@@ -82,8 +81,8 @@ static const struct {
   char sig[13];
   int kind;
 } tkc_x86_hypervisors[] = {
-    {"KVMKVMKVM\0\0\0", TICKCLOCK_HV_KVM},    {"XenVMMXenVMM", TICKCLOCK_HV_XEN},
-    {"Microsoft Hv", TICKCLOCK_HV_HYPERV},    {"VMwareVMware", TICKCLOCK_HV_VMWARE},
+    {"KVMKVMKVM\0\0\0", TICKCLOCK_HV_KVM}, {"XenVMMXenVMM", TICKCLOCK_HV_XEN},
+    {"Microsoft Hv", TICKCLOCK_HV_HYPERV}, {"VMwareVMware", TICKCLOCK_HV_VMWARE},
     {"VBoxVBoxVBox", TICKCLOCK_HV_VBOX},
 };
 
@@ -91,16 +90,14 @@ static const struct {
 static int tkc_x86_hv_kind(const char *sig) {
   unsigned i;
   for (i = 0; i < sizeof tkc_x86_hypervisors / sizeof tkc_x86_hypervisors[0]; i++)
-    if (memcmp(sig, tkc_x86_hypervisors[i].sig, 12) == 0)
-      return tkc_x86_hypervisors[i].kind;
+    if (memcmp(sig, tkc_x86_hypervisors[i].sig, 12) == 0) return tkc_x86_hypervisors[i].kind;
   return TICKCLOCK_HV_OTHER;
 }
 
 /* The maximum leaf of the hypervisor range at base, or 0 if the base leaf
  * does not look like one (EAX must be a leaf of this base's block). Old
  * KVM answered EAX = 0, meaning base + 1. */
-static uint32_t tkc_x86_hv_max(uint32_t base, const tickclock_cpuid_regs *r,
-                                      const char *sig) {
+static uint32_t tkc_x86_hv_max(uint32_t base, const tickclock_cpuid_regs *r, const char *sig) {
   if (r->eax >= base && r->eax <= base + 0xffu) return r->eax;
   if (r->eax == 0 && tkc_x86_hv_kind(sig) == TICKCLOCK_HV_KVM) return base + 1;
   return 0;
@@ -124,8 +121,7 @@ static void tkc_x86_decode_hv(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_fa
   out->hv_kind = tkc_x86_hv_kind(sig);
 
   /* Hyper-V: 0x40000003 feature leaf */
-  if (out->hv_kind == TICKCLOCK_HV_HYPERV &&
-      tkc_x86_leaf(fn, ctx, 0x40000003u, 0, max, &r)) {
+  if (out->hv_kind == TICKCLOCK_HV_HYPERV && tkc_x86_leaf(fn, ctx, 0x40000003u, 0, max, &r)) {
     out->hyperv_valid = 1;
     out->hyperv_features = r.eax;
     out->hyperv_misc = r.edx;
@@ -175,8 +171,7 @@ static void tkc_x86_decode_hv(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_fa
     }
   }
   /* Xen base+3 subleaf 0: EAX flags, EBX tsc_mode, ECX guest TSC kHz */
-  if (out->xen_base &&
-      tkc_x86_leaf(fn, ctx, out->xen_base + 3, 0, out->xen_max_leaf, &r)) {
+  if (out->xen_base && tkc_x86_leaf(fn, ctx, out->xen_base + 3, 0, out->xen_max_leaf, &r)) {
     out->xen_leaf3_valid = 1;
     out->xen_tsc_flags = r.eax;
     out->xen_tsc_mode = r.ebx;
@@ -184,8 +179,7 @@ static void tkc_x86_decode_hv(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_fa
   }
 }
 
-static void tkc_x86_decode_leaves(tickclock_cpuid_fn fn, void *ctx,
-                                  tickclock_x86_facts *out) {
+static void tkc_x86_decode_leaves(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out) {
   tickclock_cpuid_regs r;
   uint32_t base_family, ext_family, base_model, ext_model;
   if (!fn(ctx, 0, 0, &r)) return;
@@ -200,8 +194,8 @@ static void tkc_x86_decode_leaves(tickclock_cpuid_fn fn, void *ctx,
     ext_model = (r.eax >> 16) & 0xf;
     out->stepping = r.eax & 0xf;
     out->family = base_family == 0xf ? base_family + ext_family : base_family;
-    out->model = (base_family == 0x6 || base_family == 0xf) ? (ext_model << 4) | base_model
-                                                            : base_model;
+    out->model =
+        (base_family == 0x6 || base_family == 0xf) ? (ext_model << 4) | base_model : base_model;
     out->tsc = (r.edx >> 4) & 1;
     out->hypervisor = (int)((r.ecx >> 31) & 1);
   }
@@ -268,7 +262,8 @@ static int tkc_x86_is_intel(const tickclock_x86_facts *f) {
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static int tkc_x86_none(tickclock_freq *out, const char *fmt, ...) {
+static int
+tkc_x86_none(tickclock_freq *out, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   tkc_vfmt(out->why, sizeof out->why, fmt, ap);
@@ -279,12 +274,11 @@ static int tkc_x86_none(tickclock_freq *out, const char *fmt, ...) {
 /* An Intel rule's first gates: the vendor, then the leaf inside the basic
  * range (valid). 1 when both pass; else 0 and the reason in out->why. */
 static int tkc_x86_intel_leaf(const tickclock_x86_facts *f, const char *rule, unsigned leaf,
-                                     int valid, tickclock_freq *out) {
-  if (!tkc_x86_is_intel(f))
-    return tkc_x86_none(out, "%s Intel's (vendor '%s')", rule, f->vendor);
+                              int valid, tickclock_freq *out) {
+  if (!tkc_x86_is_intel(f)) return tkc_x86_none(out, "%s Intel's (vendor '%s')", rule, f->vendor);
   if (!valid)
     return tkc_x86_none(out, "leaf 0x%x is beyond the maximum basic leaf 0x%x", leaf,
-                               (unsigned)f->max_leaf);
+                        (unsigned)f->max_leaf);
   return 1;
 }
 
@@ -310,16 +304,15 @@ static int tkc_x86_claim(tickclock_freq *out, int source, int ok) {
 int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out) {
   const tickclock_x86_crystal *crystal;
   memset(out, 0, sizeof *out);
-  if (!tkc_x86_intel_leaf(f, "the leaf 0x15 rule is", 0x15, f->leaf15_valid, out))
-    return 0;
+  if (!tkc_x86_intel_leaf(f, "the leaf 0x15 rule is", 0x15, f->leaf15_valid, out)) return 0;
   if (f->leaf15_den == 0 || f->leaf15_num == 0)
     return tkc_x86_none(out, "leaf 0x15 reports no TSC/crystal ratio");
   /* TSC = crystal * num / den; crystal and num below 2^32: exact in 64 bits */
   if (f->leaf15_crystal_hz != 0)
-    return tkc_x86_claim(out, TKC_SRC_LEAF15_CRYSTAL,
-                         tkc_x86_set(out, (uint64_t)f->leaf15_crystal_hz * f->leaf15_num,
-                                     f->leaf15_den, TICKCLOCK_FREQ_CPUID_15H,
-                                     "cpuid_15h_crystal", 0));
+    return tkc_x86_claim(
+        out, TKC_SRC_LEAF15_CRYSTAL,
+        tkc_x86_set(out, (uint64_t)f->leaf15_crystal_hz * f->leaf15_num, f->leaf15_den,
+                    TICKCLOCK_FREQ_CPUID_15H, "cpuid_15h_crystal", 0));
   crystal = tickclock_x86_crystal_lookup(f);
   /* An entry is a claim about a model number; a part under that number on
    * another platform (Kaby Lake-X shares 0x9E with Kaby Lake-S and is 4.6 %
@@ -327,7 +320,7 @@ int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out)
   if (crystal != NULL && tickclock_x86_crystal_fits_base(f, crystal) != 0) {
     /* a table's claim, not the CPU's: usable only once calibration agrees */
     if (!tkc_x86_set(out, (uint64_t)crystal->hz * f->leaf15_num, f->leaf15_den,
-                            TICKCLOCK_FREQ_CPUID_15H, "cpuid_15h_known_crystal", 0))
+                     TICKCLOCK_FREQ_CPUID_15H, "cpuid_15h_known_crystal", 0))
       return 0;
     out->from_table = 1;
     return tkc_x86_claim(out, TKC_SRC_LEAF15_TABLE, 1);
@@ -336,47 +329,49 @@ int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out)
    * ratio cancels exactly (Linux truncates the crystal to kHz first; we
    * keep the rational). Quantised like the base MHz. */
   if (f->leaf16_valid && f->base_mhz != 0)
-    return tkc_x86_claim(out, TKC_SRC_LEAF15_FROM_16H,
-                         tkc_x86_set(out, (uint64_t)f->base_mhz * UINT64_C(1000000), 1,
-                                     TICKCLOCK_FREQ_CPUID_15H, "cpuid_15h_from_16h",
-                                     0.5 / (double)f->base_mhz * 1e6));
+    return tkc_x86_claim(
+        out, TKC_SRC_LEAF15_FROM_16H,
+        tkc_x86_set(out, (uint64_t)f->base_mhz * UINT64_C(1000000), 1, TICKCLOCK_FREQ_CPUID_15H,
+                    "cpuid_15h_from_16h", 0.5 / (double)f->base_mhz * 1e6));
   if (tickclock_x86_crystal_excluded(f) != NULL)
-    return tkc_x86_none(out, "leaf 0x15 gives a ratio but no crystal, the model is left "
-                                    "out of the crystal table (its parts differ) and leaf 0x16 "
-                                    "gives no base");
-  return tkc_x86_none(out, "leaf 0x15 gives a ratio but no crystal, the model has no "
-                                  "known crystal and leaf 0x16 gives no base frequency");
+    return tkc_x86_none(out,
+                        "leaf 0x15 gives a ratio but no crystal, the model is left "
+                        "out of the crystal table (its parts differ) and leaf 0x16 "
+                        "gives no base");
+  return tkc_x86_none(out,
+                      "leaf 0x15 gives a ratio but no crystal, the model has no "
+                      "known crystal and leaf 0x16 gives no base frequency");
 }
 
 int tickclock_x86_freq_leaf16(const tickclock_x86_facts *f, tickclock_freq *out) {
   memset(out, 0, sizeof *out);
   if (!tkc_x86_intel_leaf(f, "leaf 0x16 is", 0x16, f->leaf16_valid, out)) return 0;
   if (f->base_mhz == 0) return tkc_x86_none(out, "leaf 0x16 reports a base frequency of 0");
-  return tkc_x86_claim(out, TKC_SRC_LEAF16,
-                       tkc_x86_set(out, (uint64_t)f->base_mhz * UINT64_C(1000000), 1,
-                                   TICKCLOCK_FREQ_CPUID_16H, "cpuid_16h",
-                                   0.5 / (double)f->base_mhz * 1e6));
+  return tkc_x86_claim(
+      out, TKC_SRC_LEAF16,
+      tkc_x86_set(out, (uint64_t)f->base_mhz * UINT64_C(1000000), 1, TICKCLOCK_FREQ_CPUID_16H,
+                  "cpuid_16h", 0.5 / (double)f->base_mhz * 1e6));
 }
 
 int tickclock_x86_freq_hypervisor(const tickclock_x86_facts *f, tickclock_freq *out) {
   memset(out, 0, sizeof *out);
   if (f->timing_leaf_valid && f->timing_tsc_khz != 0)
-    return tkc_x86_claim(out, TKC_SRC_HV_TIMING,
-                         tkc_x86_set(out, (uint64_t)f->timing_tsc_khz * 1000u, 1,
-                                     TICKCLOCK_FREQ_HYPERVISOR, "hypervisor_40000010",
-                                     0.5 / (double)f->timing_tsc_khz * 1e6));
+    return tkc_x86_claim(
+        out, TKC_SRC_HV_TIMING,
+        tkc_x86_set(out, (uint64_t)f->timing_tsc_khz * 1000u, 1, TICKCLOCK_FREQ_HYPERVISOR,
+                    "hypervisor_40000010", 0.5 / (double)f->timing_tsc_khz * 1e6));
   if (f->xen_leaf3_valid && f->xen_tsc_khz != 0)
-    return tkc_x86_claim(out, TKC_SRC_XEN_LEAF3,
-                         tkc_x86_set(out, (uint64_t)f->xen_tsc_khz * 1000u, 1,
-                                     TICKCLOCK_FREQ_HYPERVISOR, "xen_leaf3",
-                                     0.5 / (double)f->xen_tsc_khz * 1e6));
+    return tkc_x86_claim(
+        out, TKC_SRC_XEN_LEAF3,
+        tkc_x86_set(out, (uint64_t)f->xen_tsc_khz * 1000u, 1, TICKCLOCK_FREQ_HYPERVISOR,
+                    "xen_leaf3", 0.5 / (double)f->xen_tsc_khz * 1e6));
   if (!f->hypervisor) return tkc_x86_none(out, "no hypervisor (CPUID.1:ECX[31] clear)");
   if (!f->hv_valid)
     return tkc_x86_none(out, "hypervisor bit set but no hypervisor range at 0x40000000");
   return tkc_x86_none(out,
-                             "hypervisor '%s' (max leaf 0x%08x) publishes no TSC frequency leaf "
-                             "(VMware/KVM 0x40000010, Xen base+3)",
-                             f->hv_signature, (unsigned)f->hv_max_leaf);
+                      "hypervisor '%s' (max leaf 0x%08x) publishes no TSC frequency leaf "
+                      "(VMware/KVM 0x40000010, Xen base+3)",
+                      f->hv_signature, (unsigned)f->hv_max_leaf);
 }
 
 /* One rule's claim into c; a rule without a frequency leaves its reason

@@ -24,16 +24,16 @@ typedef int (*tickclock_cpuid_fn)(void *ctx, uint32_t leaf, uint32_t subleaf,
 
 /* Executes CPUID on this CPU (0 if the CPU has no CPUID instruction). */
 TKC_INTERNAL int tickclock_cpuid_native(void *ctx, uint32_t leaf, uint32_t subleaf,
-                           tickclock_cpuid_regs *out);
+                                        tickclock_cpuid_regs *out);
 
 /* Hypervisor kinds, from the signature at the hypervisor base leaf. */
 #define TICKCLOCK_HV_NONE 0
-#define TICKCLOCK_HV_KVM 1        /* "KVMKVMKVM\0\0\0" */
-#define TICKCLOCK_HV_XEN 2        /* "XenVMMXenVMM" */
-#define TICKCLOCK_HV_HYPERV 3     /* "Microsoft Hv" */
-#define TICKCLOCK_HV_VMWARE 4     /* "VMwareVMware" */
-#define TICKCLOCK_HV_VBOX 5       /* "VBoxVBoxVBox" */
-#define TICKCLOCK_HV_OTHER 6      /* any other signature (bhyve, TCG, ACRN, ...) */
+#define TICKCLOCK_HV_KVM 1    /* "KVMKVMKVM\0\0\0" */
+#define TICKCLOCK_HV_XEN 2    /* "XenVMMXenVMM" */
+#define TICKCLOCK_HV_HYPERV 3 /* "Microsoft Hv" */
+#define TICKCLOCK_HV_VMWARE 4 /* "VMwareVMware" */
+#define TICKCLOCK_HV_VBOX 5   /* "VBoxVBoxVBox" */
+#define TICKCLOCK_HV_OTHER 6  /* any other signature (bhyve, TCG, ACRN, ...) */
 
 /* Xen's leaf base+3 subleaf 0 EAX flags. */
 #define TICKCLOCK_XEN_TSC_VTSC 0x1u     /* bit 0: RDTSC is emulated (every read traps) */
@@ -48,17 +48,17 @@ TKC_INTERNAL int tickclock_cpuid_native(void *ctx, uint32_t leaf, uint32_t suble
 typedef struct tickclock_x86_facts {
   int have_cpuid;
   char vendor[13];
-  uint32_t max_leaf;       /* leaf 0 EAX */
-  uint32_t max_ext_leaf;   /* leaf 0x80000000 EAX, 0 if absent */
+  uint32_t max_leaf;                /* leaf 0 EAX */
+  uint32_t max_ext_leaf;            /* leaf 0x80000000 EAX, 0 if absent */
   uint32_t family, model, stepping; /* display values */
-  int tsc;                 /* CPUID.1:EDX[4] */
-  int hypervisor;          /* CPUID.1:ECX[31] */
-  int rdtscp;              /* CPUID.80000001H:EDX[27] */
-  int invariant_tsc;       /* CPUID.80000007H:EDX[8] */
-  int invariant_known;     /* leaf 0x80000007 exists */
-  int tsc_adjust;          /* CPUID.(7,0):EBX[1] (IA32_TSC_ADJUST MSR) */
+  int tsc;                          /* CPUID.1:EDX[4] */
+  int hypervisor;                   /* CPUID.1:ECX[31] */
+  int rdtscp;                       /* CPUID.80000001H:EDX[27] */
+  int invariant_tsc;                /* CPUID.80000007H:EDX[8] */
+  int invariant_known;              /* leaf 0x80000007 exists */
+  int tsc_adjust;                   /* CPUID.(7,0):EBX[1] (IA32_TSC_ADJUST MSR) */
   int leaf7_valid;
-  char brand[49];          /* 0x80000002..4, leading blanks removed; "" if absent */
+  char brand[49]; /* 0x80000002..4, leading blanks removed; "" if absent */
   /* leaf 0x15: TSC/crystal ratio = numerator/denominator, crystal Hz */
   int leaf15_valid;
   uint32_t leaf15_den, leaf15_num, leaf15_crystal_hz;
@@ -68,22 +68,22 @@ typedef struct tickclock_x86_facts {
   /* hypervisor range: only when CPUID.1:ECX[31] is set and the base leaf
    * answers with a maximum inside 0x4000xxxx */
   int hv_valid;
-  uint32_t hv_base, hv_max_leaf; /* the first base (0x40000000) */
-  char hv_signature[13];   /* printable; non-printable bytes become '.' */
-  int hv_kind;             /* TICKCLOCK_HV_* */
-  uint32_t kvm_base;       /* 0 if no KVM signature found in the scan */
+  uint32_t hv_base, hv_max_leaf;    /* the first base (0x40000000) */
+  char hv_signature[13];            /* printable; non-printable bytes become '.' */
+  int hv_kind;                      /* TICKCLOCK_HV_* */
+  uint32_t kvm_base;                /* 0 if no KVM signature found in the scan */
   uint32_t kvm_features, kvm_hints; /* kvm_base+1 EAX, EDX */
   int kvm_features_valid;
   uint32_t xen_base, xen_max_leaf; /* 0 if no Xen signature found */
-  int xen_leaf3_valid;     /* xen_base+3 subleaf 0 inside the Xen range */
-  uint32_t xen_tsc_flags;  /* EAX: TICKCLOCK_XEN_TSC_* */
-  uint32_t xen_tsc_mode;   /* EBX: 0 default, 1 always emulate, 2 never emulate, 3 pvrdtscp */
-  uint32_t xen_tsc_khz;    /* ECX: guest TSC kHz */
-  int hyperv_valid;        /* 0x40000003 inside a Hyper-V range */
+  int xen_leaf3_valid;             /* xen_base+3 subleaf 0 inside the Xen range */
+  uint32_t xen_tsc_flags;          /* EAX: TICKCLOCK_XEN_TSC_* */
+  uint32_t xen_tsc_mode; /* EBX: 0 default, 1 always emulate, 2 never emulate, 3 pvrdtscp */
+  uint32_t xen_tsc_khz;  /* ECX: guest TSC kHz */
+  int hyperv_valid;      /* 0x40000003 inside a Hyper-V range */
   uint32_t hyperv_features, hyperv_misc; /* 0x40000003 EAX, EDX */
-  int hyperv_freq_msrs;    /* EAX[11] AccessFrequencyMsrs and EDX[8] frequency MSRs available */
+  int hyperv_freq_msrs;     /* EAX[11] AccessFrequencyMsrs and EDX[8] frequency MSRs available */
   int hyperv_tsc_invariant; /* EAX[15] AccessTscInvariantControls */
-  int timing_leaf_valid;   /* base+0x10 inside the range, signature VMware or KVM */
+  int timing_leaf_valid;    /* base+0x10 inside the range, signature VMware or KVM */
   uint32_t timing_tsc_khz, timing_bus_khz; /* base+0x10 EAX, EBX */
   /* The frequency claims these leaves make, computed when decoding
    * (tickclock_x86_claims): leaf 0x15's, the hypervisor's, leaf 0x16's,
@@ -114,7 +114,8 @@ typedef struct tickclock_x86_crystal {
 TKC_INTERNAL int tickclock_x86_freq_leaf15(const tickclock_x86_facts *f, tickclock_freq *out);
 /* The crystal table (n entries) and its entry for f's model, or NULL. */
 TKC_INTERNAL const tickclock_x86_crystal *tickclock_x86_crystal_table(unsigned *n);
-TKC_INTERNAL const tickclock_x86_crystal *tickclock_x86_crystal_lookup(const tickclock_x86_facts *f);
+TKC_INTERNAL const tickclock_x86_crystal *tickclock_x86_crystal_lookup(
+    const tickclock_x86_facts *f);
 /* Does the entry's crystal x leaf 0x15's ratio fall within
  * TICKCLOCK_CRYSTAL_BASE_TOLERANCE of leaf 0x16's base MHz? 1 yes, 0 no
  * (the entry is not applied), -1 no base to compare with. 1 %: the base is
@@ -123,7 +124,7 @@ TKC_INTERNAL const tickclock_x86_crystal *tickclock_x86_crystal_lookup(const tic
  * is 4 % or more off. */
 #define TICKCLOCK_CRYSTAL_BASE_TOLERANCE 0.01
 TKC_INTERNAL int tickclock_x86_crystal_fits_base(const tickclock_x86_facts *f,
-                                                        const tickclock_x86_crystal *c);
+                                                 const tickclock_x86_crystal *c);
 /* Why f's model is left out of the table on purpose (mixed evidence), or
  * NULL when it is simply not known. */
 TKC_INTERNAL const char *tickclock_x86_crystal_excluded(const tickclock_x86_facts *f);

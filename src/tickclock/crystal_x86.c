@@ -55,12 +55,14 @@ static const struct {
   uint32_t model;
   const char *why;
 } tkc_x86_no_crystal[] = {
-    {0x55, "Skylake/Cascade Lake server and workstation: the SDM gives 25 MHz for Xeon "
-           "Scalable and 24 MHz for Xeon W, same model; Linux dropped its hard-coded 25 MHz "
-           "after 4 % errors on such workstations; corpus: the Xeons fit 25 MHz, Core X "
-           "(i9-7980XE, i7-7800X) 24 MHz"},
-    {0x6A, "Ice Lake-SP: one dump (fits 25 MHz); its successor Sapphire Rapids (0x8F) states "
-           "24 MHz on some parts and 25 MHz on others"},
+    {0x55,
+     "Skylake/Cascade Lake server and workstation: the SDM gives 25 MHz for Xeon "
+     "Scalable and 24 MHz for Xeon W, same model; Linux dropped its hard-coded 25 MHz "
+     "after 4 % errors on such workstations; corpus: the Xeons fit 25 MHz, Core X "
+     "(i9-7980XE, i7-7800X) 24 MHz"},
+    {0x6A,
+     "Ice Lake-SP: one dump (fits 25 MHz); its successor Sapphire Rapids (0x8F) states "
+     "24 MHz on some parts and 25 MHz on others"},
     {0x8F, "Sapphire Rapids: states 24 MHz on some parts and 25 MHz on others"},
 };
 
@@ -78,8 +80,7 @@ const tickclock_x86_crystal *tickclock_x86_crystal_lookup(const tickclock_x86_fa
   return NULL;
 }
 
-int tickclock_x86_crystal_fits_base(const tickclock_x86_facts *f,
-                                    const tickclock_x86_crystal *c) {
+int tickclock_x86_crystal_fits_base(const tickclock_x86_facts *f, const tickclock_x86_crystal *c) {
   double tsc, base;
   if (!f->leaf16_valid || f->base_mhz == 0 || !f->leaf15_valid || f->leaf15_den == 0) return -1;
   tsc = (double)c->hz * (double)f->leaf15_num / (double)f->leaf15_den;
@@ -95,4 +96,3 @@ const char *tickclock_x86_crystal_excluded(const tickclock_x86_facts *f) {
     if (tkc_x86_no_crystal[i].model == f->model) return tkc_x86_no_crystal[i].why;
   return NULL;
 }
-

@@ -13,10 +13,10 @@
 
 /* One decision in progress. */
 typedef struct tkc_choice {
-  int requested;   /* TICKCLOCK_SOURCE_*: what was asked for */
-  int forced;      /* TICKCLOCK_FORCED_*: who asked */
-  int executable;  /* the counter can be read without trapping */
-  int trusted;     /* TKC_TRUST_* */
+  int requested;    /* TICKCLOCK_SOURCE_*: what was asked for */
+  int forced;       /* TICKCLOCK_FORCED_*: who asked */
+  int executable;   /* the counter can be read without trapping */
+  int trusted;      /* TKC_TRUST_* */
   int vdso_counter; /* the kernel's clock_gettime reads this counter too */
   int use_counter;
   char exec_why[TICKCLOCK_REASON_LEN];
@@ -58,13 +58,11 @@ static void tkc_env_refused(tickclock_info *out, int forced, const char *name,
   out->request_refused = 1;
   if (forced == TICKCLOCK_FORCED_BY_ENV)
     tkc_fmt(out->env_error, sizeof out->env_error,
-            "TICKCLOCK_SOURCE=%s is unusable (%s); keeping the automatic choice", name,
-            because);
+            "TICKCLOCK_SOURCE=%s is unusable (%s); keeping the automatic choice", name, because);
 }
 
 /* request: what was asked for; the config wins over the environment */
-static void tkc_step_request(const tickclock_evidence *ev, tickclock_info *out,
-                             tkc_choice *d) {
+static void tkc_step_request(const tickclock_evidence *ev, tickclock_info *out, tkc_choice *d) {
   d->cname = tickclock_source_name(ev->arch_counter);
   if (ev->cfg_source != TICKCLOCK_SOURCE_AUTO) {
     d->requested = ev->cfg_source;
@@ -77,8 +75,7 @@ static void tkc_step_request(const tickclock_evidence *ev, tickclock_info *out,
       tkc_escape(shown, sizeof shown, ev->env_value);
       tkc_source_name_list(names, sizeof names);
       tkc_fmt(out->env_error, sizeof out->env_error,
-              "TICKCLOCK_SOURCE='%s' is not one of %s; keeping the automatic choice",
-              shown, names);
+              "TICKCLOCK_SOURCE='%s' is not one of %s; keeping the automatic choice", shown, names);
     } else if (s != TICKCLOCK_SOURCE_AUTO) {
       d->requested = s;
       d->forced = TICKCLOCK_FORCED_BY_ENV;
@@ -88,8 +85,7 @@ static void tkc_step_request(const tickclock_evidence *ev, tickclock_info *out,
 
 /* candidates: the OS clock always, the counter where there is one (with
  * policy steps 1-4: can it be read, may it be trusted) */
-static void tkc_step_candidates(const tickclock_evidence *ev, tickclock_info *out,
-                                tkc_choice *d) {
+static void tkc_step_candidates(const tickclock_evidence *ev, tickclock_info *out, tkc_choice *d) {
   tickclock_candidate *sys = &out->candidates[out->n_candidates++];
   d->sys = sys;
   sys->source = tkc_os_source(ev);
@@ -107,8 +103,7 @@ static void tkc_step_candidates(const tickclock_evidence *ev, tickclock_info *ou
     d->cnt->name = d->cname;
     d->cnt->read_ns = ev->counter_read_ns;
     d->executable = tkc_counter_executable(ev, d->exec_why, sizeof d->exec_why);
-    if (d->executable)
-      d->trusted = tkc_counter_trusted(ev, d->trust_why, sizeof d->trust_why);
+    if (d->executable) d->trusted = tkc_counter_trusted(ev, d->trust_why, sizeof d->trust_why);
     d->vdso_counter = tkc_vdso_reads_counter(ev);
   } else {
     tkc_counter_executable(ev, d->exec_why, sizeof d->exec_why);
@@ -116,8 +111,7 @@ static void tkc_step_candidates(const tickclock_evidence *ev, tickclock_info *ou
 }
 
 /* choose: a forced counter only when executable; else the policy */
-static void tkc_step_choose(const tickclock_evidence *ev, tickclock_info *out,
-                            tkc_choice *d) {
+static void tkc_step_choose(const tickclock_evidence *ev, tickclock_info *out, tkc_choice *d) {
   if (d->forced && d->requested == tkc_os_source(ev)) d->requested = TICKCLOCK_SOURCE_SYSTEM;
   if (d->forced && d->requested != TICKCLOCK_SOURCE_SYSTEM) {
     if (d->cnt && d->requested == ev->arch_counter && d->executable) {
@@ -131,8 +125,7 @@ static void tkc_step_choose(const tickclock_evidence *ev, tickclock_info *out,
       d->requested = TICKCLOCK_SOURCE_AUTO;
     }
   }
-  if (!d->forced)
-    d->use_counter = d->cnt && d->executable && d->trusted != TKC_TRUST_NO;
+  if (!d->forced) d->use_counter = d->cnt && d->executable && d->trusted != TKC_TRUST_NO;
 }
 
 /* frequency, its failures (policy step 5): why the chosen counter cannot
@@ -187,8 +180,7 @@ static int tkc_cal_pending(const tickclock_evidence *ev) {
  * frequency, whose agreement the first refinement then checks), and only
  * when the caller did not ask for a calibration of its own. 1 when the
  * caller must calibrate first. */
-static int tkc_step_published(const tickclock_evidence *ev, tickclock_info *out,
-                              tkc_choice *d) {
+static int tkc_step_published(const tickclock_evidence *ev, tickclock_info *out, tkc_choice *d) {
   if (!ev->cal_deferrable || d->forced ||
       (d->trusted != TKC_TRUST_YES && d->trusted != TKC_TRUST_IF_HV_AGREES))
     return 1;
@@ -205,8 +197,7 @@ static int tkc_step_published(const tickclock_evidence *ev, tickclock_info *out,
 
 /* frequency: calibrate, collect every claim, cross-check, pick.
  * Returns 1 when the caller must calibrate first. */
-static int tkc_step_frequency(const tickclock_evidence *ev, tickclock_info *out,
-                              tkc_choice *d) {
+static int tkc_step_frequency(const tickclock_evidence *ev, tickclock_info *out, tkc_choice *d) {
   const char *fail;
   char buf[TICKCLOCK_REASON_LEN];
   if (d->use_counter && tkc_cal_pending(ev))
@@ -230,8 +221,7 @@ static int tkc_step_frequency(const tickclock_evidence *ev, tickclock_info *out,
 }
 
 /* record: the counter as the choice */
-static void tkc_record_counter(const tickclock_evidence *ev, tickclock_info *out,
-                               tkc_choice *d) {
+static void tkc_record_counter(const tickclock_evidence *ev, tickclock_info *out, tkc_choice *d) {
   tickclock_freq_candidate *fc = d->fc;
   tickclock_candidate *cnt = d->cnt;
   out->source = ev->arch_counter;
@@ -246,15 +236,15 @@ static void tkc_record_counter(const tickclock_evidence *ev, tickclock_info *out
   cnt->chosen = 1;
   cnt->usable = 1;
   if (d->forced && d->trusted == TKC_TRUST_NO)
-    tkc_fmt(cnt->reason, sizeof cnt->reason, "forced by %s although %s",
-            tkc_forced_by(d->forced), d->trust_why);
+    tkc_fmt(cnt->reason, sizeof cnt->reason, "forced by %s although %s", tkc_forced_by(d->forced),
+            d->trust_why);
   else {
     const char *basis = ev->arch_counter != TICKCLOCK_SOURCE_TSC ? "counter trusted"
                         : d->trusted == TKC_TRUST_IF_HV_AGREES && out->freq_pending_check
                             ? "kernel offers tsc, hypervisor frequency"
                         : d->trusted == TKC_TRUST_IF_HV_AGREES
                             ? "kernel offers tsc, hypervisor frequency agrees"
-                        : ev->os_linux ? "invariant TSC, clocksource tsc"
+                        : ev->os_linux     ? "invariant TSC, clocksource tsc"
                         : ev->warp_checked ? "invariant TSC, no kernel verdict, warp check passed"
                         : ev->cpu_packages == 1 ? "invariant TSC, one package, no kernel verdict"
                                                 : "invariant TSC, no kernel verdict, packages "
@@ -276,19 +266,17 @@ static void tkc_record_counter(const tickclock_evidence *ev, tickclock_info *out
 }
 
 /* record: the OS clock as the choice */
-static void tkc_record_system(const tickclock_evidence *ev, tickclock_info *out,
-                              tkc_choice *d) {
+static void tkc_record_system(const tickclock_evidence *ev, tickclock_info *out, tkc_choice *d) {
   tickclock_candidate *cnt = d->cnt, *sys = d->sys;
   tkc_fill_os(out, tkc_os_source(ev), ev->os_hz, ev->os_resolution_ns);
   sys->chosen = 1;
   if (cnt) {
     cnt->usable = d->executable && d->trusted == TKC_TRUST_YES;
     if (cnt->usable)
-      tkc_fmt(cnt->reason, sizeof cnt->reason, "usable, but %s was forced by %s",
-              sys->name, tkc_forced_by(d->forced));
+      tkc_fmt(cnt->reason, sizeof cnt->reason, "usable, but %s was forced by %s", sys->name,
+              tkc_forced_by(d->forced));
     else
-      tkc_strlcpy(cnt->reason, d->executable ? d->trust_why : d->exec_why,
-                  sizeof cnt->reason);
+      tkc_strlcpy(cnt->reason, d->executable ? d->trust_why : d->exec_why, sizeof cnt->reason);
   }
   if (d->forced)
     tkc_fmt(out->why, sizeof out->why, "forced by %s", tkc_forced_by(d->forced));

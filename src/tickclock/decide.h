@@ -59,8 +59,8 @@ TKC_INTERNAL void tkc_collect_freqs(const tickclock_evidence *ev, tickclock_info
 /* Cross-checks every source against calibration; the pairwise matrix.
  * provisional (no calibration yet, it may be deferred): the published
  * sources are usable unchecked, the others not. */
-TKC_INTERNAL void tkc_check_freqs(const tickclock_evidence *ev, tickclock_info *out,
-                                  const int *src, int provisional);
+TKC_INTERNAL void tkc_check_freqs(const tickclock_evidence *ev, tickclock_info *out, const int *src,
+                                  int provisional);
 /* A source stated by whoever runs the counter (perf page, leaf 0x15 with
  * its crystal on bare metal, a hypervisor leaf, the architecture's
  * register): one that may be used before calibration. */

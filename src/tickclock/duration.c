@@ -145,8 +145,7 @@ int tickclock_duration_get(uint64_t start, uint64_t end, tickclock_duration *out
     first = x;
     /* a run of states none of which converts a part: all of its bases lie
      * above hi or at or above lim */
-    x = (x->skip != NULL && (x->skip_min_base > hi || x->skip_min_base >= lim)) ? x->skip
-                                                                               : x->prev;
+    x = (x->skip != NULL && (x->skip_min_base > hi || x->skip_min_base >= lim)) ? x->skip : x->prev;
   }
   if (last == NULL) last = s;
   if (first == NULL) first = s;

@@ -73,16 +73,13 @@ static void tkc_gather_nominal(tickclock_freq *f) {
   memset(f, 0, sizeof *f);
   (void)tkc_nominal;
 #if defined(TKC_NOMINAL_HZ)
-  tkc_nominal(f, TKC_NOMINAL_NAME, TICKCLOCK_FREQ_ARCH_REGISTER,
-              TKC_NOMINAL_HZ());
+  tkc_nominal(f, TKC_NOMINAL_NAME, TICKCLOCK_FREQ_ARCH_REGISTER, TKC_NOMINAL_HZ());
 #endif
 #if defined(__linux__) && defined(TKC_NOMINAL_DT_TIMEBASE)
-  if (!f->ok)
-    tkc_nominal(f, "device_tree_timebase", TICKCLOCK_FREQ_OS, tkc_dt_timebase());
+  if (!f->ok) tkc_nominal(f, "device_tree_timebase", TICKCLOCK_FREQ_OS, tkc_dt_timebase());
 #endif
 #if defined(__linux__) && defined(TKC_NOMINAL_CPUINFO_TIMEBASE)
-  if (!f->ok)
-    tkc_nominal(f, "cpuinfo_timebase", TICKCLOCK_FREQ_OS, tkc_cpuinfo_timebase());
+  if (!f->ok) tkc_nominal(f, "cpuinfo_timebase", TICKCLOCK_FREQ_OS, tkc_cpuinfo_timebase());
 #endif
 }
 
@@ -110,10 +107,9 @@ void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev) {
 
 #if defined(__linux__)
   ev->os_linux = 1;
-  ev->clocksource_known = tkc_p_read_line(TKC_SYSFS_CURRENT_CLOCKSOURCE,
-                                          ev->clocksource, sizeof ev->clocksource);
-  ev->available_known = tkc_p_read_line(TKC_SYSFS_AVAILABLE_CLOCKSOURCE,
-                                        ev->available_clocksource,
+  ev->clocksource_known =
+      tkc_p_read_line(TKC_SYSFS_CURRENT_CLOCKSOURCE, ev->clocksource, sizeof ev->clocksource);
+  ev->available_known = tkc_p_read_line(TKC_SYSFS_AVAILABLE_CLOCKSOURCE, ev->available_clocksource,
                                         sizeof ev->available_clocksource);
 #if defined(TKC_X86)
   /* ~100 us (a syscall, an mmap): only where the page can hold a TSC

@@ -17,36 +17,36 @@ extern "C" {
 #define TKC_MAX_CLAIMS (2 + TKC_X86_CLAIMS) /* calibration, perf page, the decoder's */
 
 typedef struct tickclock_evidence {
-  int arch_counter;            /* the ISA's counter source, 0 if none */
-  tickclock_x86_facts x86;     /* x86 only */
-  int os_source;               /* the fallback: SYSTEM (POSIX) or QPC (Windows) */
-  uint64_t os_hz;              /* its frequency: 1e9 for SYSTEM, QPF for QPC */
-  int os_linux;                /* the Linux checks below apply */
-  int tsc_prctl;               /* TICKCLOCK_PRCTL_* */
+  int arch_counter;        /* the ISA's counter source, 0 if none */
+  tickclock_x86_facts x86; /* x86 only */
+  int os_source;           /* the fallback: SYSTEM (POSIX) or QPC (Windows) */
+  uint64_t os_hz;          /* its frequency: 1e9 for SYSTEM, QPF for QPC */
+  int os_linux;            /* the Linux checks below apply */
+  int tsc_prctl;           /* TICKCLOCK_PRCTL_* */
   int clocksource_known;
-  char clocksource[32];        /* current_clocksource, e.g. "tsc" */
+  char clocksource[32]; /* current_clocksource, e.g. "tsc" */
   int available_known;
   char available_clocksource[128]; /* available_clocksource, e.g. "tsc hpet acpi_pm" */
-  tickclock_perf_page perf;    /* x86 Linux only */
-  tickclock_freq arch_nominal; /* non-x86 counters: the stated frequency
-                                  (CNTFRQ_EL0, the TOD architecture, the
-                                  device tree, /proc/cpuinfo timebase) */
-  double counter_read_ns;      /* measured, 0 if not measured */
-  double os_read_ns;           /* measured, 0 if not measured */
-  double os_resolution_ns;     /* clock_getres(CLOCK_MONOTONIC) */
-  tickclock_calibration cal;   /* of the arch counter; ok=0 if not done */
-  int cal_deferrable;          /* the caller lets a published frequency be used
-                                  before calibration (the first refinement
-                                  cross-checks it); 0: calibrate first */
-  int cfg_source;              /* tickclock_config.source */
-  int have_env;                /* TICKCLOCK_SOURCE was set (and honoured) */
-  char env_value[40];          /* its value, truncated */
+  tickclock_perf_page perf;        /* x86 Linux only */
+  tickclock_freq arch_nominal;     /* non-x86 counters: the stated frequency
+                                      (CNTFRQ_EL0, the TOD architecture, the
+                                      device tree, /proc/cpuinfo timebase) */
+  double counter_read_ns;          /* measured, 0 if not measured */
+  double os_read_ns;               /* measured, 0 if not measured */
+  double os_resolution_ns;         /* clock_getres(CLOCK_MONOTONIC) */
+  tickclock_calibration cal;       /* of the arch counter; ok=0 if not done */
+  int cal_deferrable;              /* the caller lets a published frequency be used
+                                      before calibration (the first refinement
+                                      cross-checks it); 0: calibrate first */
+  int cfg_source;                  /* tickclock_config.source */
+  int have_env;                    /* TICKCLOCK_SOURCE was set (and honoured) */
+  char env_value[40];              /* its value, truncated */
   /* What stands in for the kernel's TSC sync verdict where there is none
    * (off Linux): filled where the gatherer can, else left 0 (unknown). */
-  int cpu_packages;            /* physical packages (sockets) counted; 0 unknown */
-  int warp_checked;            /* a cross-CPU warp check ran on every CPU pair */
-  int warp_ok;                 /* ... and no read stepped back across CPUs */
-  double warp_max_ns;          /* its largest backward step, ns */
+  int cpu_packages;   /* physical packages (sockets) counted; 0 unknown */
+  int warp_checked;   /* a cross-CPU warp check ran on every CPU pair */
+  int warp_ok;        /* ... and no read stepped back across CPUs */
+  double warp_max_ns; /* its largest backward step, ns */
   /* Every frequency source's claim, in the order the decision lists them
    * (tkc_list_claims): calibration (cal above), then on x86 the perf page
    * and the decoder's claims (leaf 0x15, hypervisor, leaf 0x16), on other

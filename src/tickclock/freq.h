@@ -29,14 +29,14 @@ extern "C" {
  * (ok = 0) the reason it gave none. */
 typedef struct tickclock_freq {
   int ok;
-  int source;               /* TKC_SRC_* */
-  uint64_t hz_num, hz_den;  /* reduced */
-  int method;               /* tickclock_freq_method */
-  const char *name;         /* "cpuid_15h_crystal", ... (tsc_hz.method) */
-  double uncertainty_ppm;   /* quantisation of the reported value; 0 if exact */
-  int from_table;           /* the crystal is tickclock's table's, not stated by the
-                               CPU: a claim to check against calibration, never a
-                               frequency to publish on its own */
+  int source;                     /* TKC_SRC_* */
+  uint64_t hz_num, hz_den;        /* reduced */
+  int method;                     /* tickclock_freq_method */
+  const char *name;               /* "cpuid_15h_crystal", ... (tsc_hz.method) */
+  double uncertainty_ppm;         /* quantisation of the reported value; 0 if exact */
+  int from_table;                 /* the crystal is tickclock's table's, not stated by the
+                                     CPU: a claim to check against calibration, never a
+                                     frequency to publish on its own */
   char why[TICKCLOCK_REASON_LEN]; /* when a rule gives no frequency: why not */
 } tickclock_freq;
 

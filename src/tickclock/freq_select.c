@@ -28,16 +28,11 @@ static const struct {
   int rank_metal, rank_vm;
   int published_metal, published_vm;
 } tkc_freq_ranks[] = {
-    {TKC_SRC_PERF_PAGE, 0, 0, 1, 1},
-    {TKC_SRC_ARCH_REGISTER, 1, 1, 1, 1},
-    {TKC_SRC_ARCH_FILE, 1, 1, 0, 0},
-    {TKC_SRC_LEAF15_CRYSTAL, 1, 3, 1, 0},
-    {TKC_SRC_LEAF15_TABLE, 1, 3, 0, 0},
-    {TKC_SRC_HV_TIMING, 2, 2, 1, 1},
-    {TKC_SRC_XEN_LEAF3, 2, 2, 1, 1},
-    {TKC_SRC_CALIBRATION, 4, 4, 0, 0},
-    {TKC_SRC_LEAF15_FROM_16H, 5, 5, 0, 0},
-    {TKC_SRC_LEAF16, 6, 6, 0, 0},
+    {TKC_SRC_PERF_PAGE, 0, 0, 1, 1},       {TKC_SRC_ARCH_REGISTER, 1, 1, 1, 1},
+    {TKC_SRC_ARCH_FILE, 1, 1, 0, 0},       {TKC_SRC_LEAF15_CRYSTAL, 1, 3, 1, 0},
+    {TKC_SRC_LEAF15_TABLE, 1, 3, 0, 0},    {TKC_SRC_HV_TIMING, 2, 2, 1, 1},
+    {TKC_SRC_XEN_LEAF3, 2, 2, 1, 1},       {TKC_SRC_CALIBRATION, 4, 4, 0, 0},
+    {TKC_SRC_LEAF15_FROM_16H, 5, 5, 0, 0}, {TKC_SRC_LEAF16, 6, 6, 0, 0},
 };
 
 /* source's row in the rank table, or -1 when none names it. */
@@ -135,10 +130,9 @@ void tkc_check_freqs(const tickclock_evidence *ev, tickclock_info *out, const in
               c->hz / 1e6, c->ppm_vs_calibration, c->bound_ppm);
     } else {
       c->usable = 1;
-      tkc_fmt(c->reason, sizeof c->reason,
-              "%sagrees with calibration: %+.2f ppm (bound %.1f ppm)",
-              src[i] == TKC_SRC_LEAF15_TABLE ? "table crystal " : "",
-              c->ppm_vs_calibration, c->bound_ppm);
+      tkc_fmt(c->reason, sizeof c->reason, "%sagrees with calibration: %+.2f ppm (bound %.1f ppm)",
+              src[i] == TKC_SRC_LEAF15_TABLE ? "table crystal " : "", c->ppm_vs_calibration,
+              c->bound_ppm);
     }
   }
   out->max_disagreement_ppm = 0;
@@ -146,8 +140,8 @@ void tkc_check_freqs(const tickclock_evidence *ev, tickclock_info *out, const in
     for (j = 0; j < out->n_freqs; j++) {
       double d = i == j || !out->freqs[i].available || !out->freqs[j].available
                      ? 0
-                     : tkc_ppm(out->freqs[i].hz_num, out->freqs[i].hz_den,
-                               out->freqs[j].hz_num, out->freqs[j].hz_den);
+                     : tkc_ppm(out->freqs[i].hz_num, out->freqs[i].hz_den, out->freqs[j].hz_num,
+                               out->freqs[j].hz_den);
       double a = d < 0 ? -d : d;
       out->freq_disagreement_ppm[i][j] = d;
       if (a > out->max_disagreement_ppm) out->max_disagreement_ppm = a;

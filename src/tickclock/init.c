@@ -80,7 +80,6 @@ tickclock_info *tkc_take_slot(int may_alloc) {
   return tkc_new_slot(may_alloc);
 }
 
-
 void tkc_reserve_slots(void) {
   while (tkc_n_ready < TKC_READY_SLOTS) {
     tickclock_info *slot = tkc_new_slot(1);
@@ -144,8 +143,8 @@ static int tkc_no_slot(void) {
  * fixes the base last, right before the state becomes visible, so the
  * window in which a reader can pair a newer tick with the older state
  * stays a few nanoseconds. */
-int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
-                int use_spare, int may_alloc, const tickclock_evidence *ev) {
+int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust, int use_spare,
+                int may_alloc, const tickclock_evidence *ev) {
   tickclock_info *slot;
   tkc_bracket anchor;
   int counter = TKC_COUNTER != 0 && st->source == TKC_COUNTER, tries, checked;
@@ -197,8 +196,8 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
     tkc_link_history(slot);
   TKC_STORE_RELEASE(&tkc_g_state, (const tickclock_info *)slot);
   TKC_STORE_RELEASE(&tkc_g_source, slot->read_path == TICKCLOCK_READ_COUNTER
-                    ? (int)TKC_COUNTER
-                    : (int)TICKCLOCK_SOURCE_SYSTEM);
+                                       ? (int)TKC_COUNTER
+                                       : (int)TICKCLOCK_SOURCE_SYSTEM);
   return TICKCLOCK_OK;
 }
 
@@ -239,8 +238,7 @@ static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trus
     t = tkc_now_bound(old, trust, &lo, &allow);
   }
   r1 = tkc_p_raw_ns();
-  tkc_unit_mapped(old, st, t, lo, r0, r1, allow,
-                  trust != TKC_OLD_HEALTHY && tkc_reads_counter(old),
+  tkc_unit_mapped(old, st, t, lo, r0, r1, allow, trust != TKC_OLD_HEALTHY && tkc_reads_counter(old),
                   counter ? TICKCLOCK_READ_COUNTER_MAPPED : os_path);
 }
 
@@ -367,27 +365,49 @@ void tkc_reset_world(void) {
  * and it says so. Constant, so no thread ever writes it (a fork can copy
  * no half-written one). */
 static const tickclock_info tkc_reentry_state = {
-    TICKCLOCK_SOURCE_SYSTEM,                        /* source */
-    0,                                              /* scaled: ticks are ns */
-    {UINT64_C(1000000000), 1, 1, 0, 1, 0},          /* conv: 1 GHz */
-    0, 0,                                           /* base_ticks, base_ns */
-    "system",                                       /* source_name */
-    UINT64_C(1000000000), 1, 1e9,                   /* hz_num, hz_den, hz */
-    TICKCLOCK_FREQ_IDENTITY, "identity",            /* freq_method, its name */
-    0.0, 0, 0, 1.0,                                 /* uncertainty, baseline, pending, resolution */
-    0, 0,                                           /* forced, request_refused */
+    TICKCLOCK_SOURCE_SYSTEM,               /* source */
+    0,                                     /* scaled: ticks are ns */
+    {UINT64_C(1000000000), 1, 1, 0, 1, 0}, /* conv: 1 GHz */
+    0,
+    0,        /* base_ticks, base_ns */
+    "system", /* source_name */
+    UINT64_C(1000000000),
+    1,
+    1e9, /* hz_num, hz_den, hz */
+    TICKCLOCK_FREQ_IDENTITY,
+    "identity", /* freq_method, its name */
+    0.0,
+    0,
+    0,
+    1.0, /* uncertainty, baseline, pending, resolution */
+    0,
+    0, /* forced, request_refused */
     "a signal handler interrupted this thread's first initialisation; its readings are "
-    "CLOCK_MONOTONIC read directly (nanoseconds)",  /* why */
-    "",                                             /* env_error */
-    0, {{0, NULL, 0, 0, 0.0, ""}},                  /* candidates */
-    "identity",                                     /* freq_detail */
-    0, {{NULL, 0, 0, 0, 0, 0.0, 0.0, 0, 0.0, 0.0, 0, 0, ""}}, /* freqs */
-    {{0}}, 0.0, 0,                                  /* disagreements, revalidated */
-    TICKCLOCK_SOURCE_SYSTEM, TICKCLOCK_READ_OS, 1, 0, /* unit_source, read_path, src_is_unit, src_base */
-    {UINT64_C(1000000000), 1, 1, 0, 1, 0},          /* src_conv */
-    0, UINT64_C(1000000000), 1, 1e9,                /* generation, unit_hz */
-    NULL, NULL, 0,                                  /* prev, skip, skip_min_base */
-    0, 0, UINT64_MAX                                /* cont_bound_ns, bounded_switch, susp_ns */
+    "CLOCK_MONOTONIC read directly (nanoseconds)", /* why */
+    "",                                            /* env_error */
+    0,
+    {{0, NULL, 0, 0, 0.0, ""}}, /* candidates */
+    "identity",                 /* freq_detail */
+    0,
+    {{NULL, 0, 0, 0, 0, 0.0, 0.0, 0, 0.0, 0.0, 0, 0, ""}}, /* freqs */
+    {{0}},
+    0.0,
+    0, /* disagreements, revalidated */
+    TICKCLOCK_SOURCE_SYSTEM,
+    TICKCLOCK_READ_OS,
+    1,
+    0,                                     /* unit_source, read_path, src_is_unit, src_base */
+    {UINT64_C(1000000000), 1, 1, 0, 1, 0}, /* src_conv */
+    0,
+    UINT64_C(1000000000),
+    1,
+    1e9, /* generation, unit_hz */
+    NULL,
+    NULL,
+    0, /* prev, skip, skip_min_base */
+    0,
+    0,
+    UINT64_MAX /* cont_bound_ns, bounded_switch, susp_ns */
 };
 
 const tickclock_info *tkc_state_slow(void) {
@@ -406,8 +426,8 @@ static uint64_t tkc_read(int ordered) {
   uint64_t r;
   int src = TKC_LOAD_ACQUIRE(&tkc_g_source);
   if (TKC_UNLIKELY(src == 0) && tkc_state_slow() == &tkc_reentry_state)
-    return tkc_os_now_syscall(); /* re-entered during the first initialisation:
-                                    RDTSC may be disabled and not yet known */
+    return tkc_os_now_syscall();      /* re-entered during the first initialisation:
+                                         RDTSC may be disabled and not yet known */
   s = TKC_LOAD_ACQUIRE(&tkc_g_state); /* at least as new as the source */
   (void)ordered;
 #if defined(TKC_ARCH_COUNTER)
@@ -427,4 +447,3 @@ static uint64_t tkc_read(int ordered) {
 
 uint64_t tkc_now_slow(void) { return tkc_read(0); }
 uint64_t tkc_now_ordered_slow(void) { return tkc_read(1); }
-

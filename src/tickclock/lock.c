@@ -54,8 +54,10 @@ static int tkc_self(void) {
 
 static void tkc_backoff(unsigned spins) {
 #if defined(_WIN32)
-  if (spins < 64) SwitchToThread();
-  else Sleep(1);
+  if (spins < 64)
+    SwitchToThread();
+  else
+    Sleep(1);
 #else
   if (spins < 64) {
     sched_yield();
@@ -186,4 +188,3 @@ void tkc_ensure_atfork(void) {
 #if !defined(_WIN32) && (defined(__GNUC__) || defined(__clang__))
 __attribute__((constructor)) static void tkc_atfork_at_load(void) { tkc_ensure_atfork(); }
 #endif
-

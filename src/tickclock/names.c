@@ -7,13 +7,12 @@
 #include <stddef.h>
 #include <string.h>
 
-
 static const char *const tkc_source_names[TICKCLOCK_SOURCE_COUNT_] = {
     "auto", "system", "tsc", "cntvct", "timebase", "tod", "rdtime", "qpc"};
 
 static const char *const tkc_method_names[TICKCLOCK_FREQ_METHOD_COUNT_] = {
-    "none",         "identity", "calibrated", "cpuid_15h", "cpuid_16h",
-    "hypervisor",   "perf_page", "arch_register", "os", "config"};
+    "none",       "identity",  "calibrated",    "cpuid_15h", "cpuid_16h",
+    "hypervisor", "perf_page", "arch_register", "os",        "config"};
 
 const char *tickclock_source_name(int source) {
   if (source < 0 || source >= TICKCLOCK_SOURCE_COUNT_) return "unknown";
@@ -57,17 +56,22 @@ int tickclock_source_from_name(const char *name) {
 
 const char *tickclock_strerror(int rc) {
   switch (rc) {
-    case TICKCLOCK_OK: return "success";
-    case TICKCLOCK_SWITCHED: return "re-validation switched to the OS clock";
-    case TICKCLOCK_EINVAL: return "invalid argument (nothing changed)";
+    case TICKCLOCK_OK:
+      return "success";
+    case TICKCLOCK_SWITCHED:
+      return "re-validation switched to the OS clock";
+    case TICKCLOCK_EINVAL:
+      return "invalid argument (nothing changed)";
     case TICKCLOCK_EUNAVAILABLE:
       return "the forced source is unusable here; the automatic choice was made";
     case TICKCLOCK_EBUSY:
       return "re-entered from a signal handler that interrupted the library (nothing changed)";
-    case TICKCLOCK_ENOMEM: return "no memory for a new state (the current one is kept)";
+    case TICKCLOCK_ENOMEM:
+      return "no memory for a new state (the current one is kept)";
     case TICKCLOCK_ELIMIT:
       return "the state history is full (TICKCLOCK_MAX_STATES); the current state is kept";
-    default: return "unknown tickclock return code";
+    default:
+      return "unknown tickclock return code";
   }
 }
 
@@ -92,7 +96,7 @@ static void tkc_fmt_put(tkc_fmt_out *w, char c) {
 
 /* A field: sign/prefix, zero padding to width (when asked), the digits. */
 static void tkc_fmt_field(tkc_fmt_out *w, const char *sign, const char *body, size_t len, int width,
-                      int left, int zero) {
+                          int left, int zero) {
   size_t sl = strlen(sign), pad = 0, i;
   if (width > 0 && (size_t)width > sl + len) pad = (size_t)width - sl - len;
   if (!left && !zero)
@@ -107,7 +111,7 @@ static void tkc_fmt_field(tkc_fmt_out *w, const char *sign, const char *body, si
 
 /* v in base 10 or 16, at least min_digits digits, into the end of buf. */
 static size_t tkc_fmt_digits(char *end, unsigned long long v, unsigned base, int upper,
-                         int min_digits) {
+                             int min_digits) {
   const char *d = upper ? "0123456789ABCDEF" : "0123456789abcdef";
   size_t k = 0;
   do {
@@ -193,11 +197,16 @@ void tkc_vfmt(char *dst, size_t n, const char *fmt, va_list ap) {
       continue;
     }
     for (;; fmt++) {
-      if (*fmt == '-') left = 1;
-      else if (*fmt == '+') plus = 1;
-      else if (*fmt == ' ') space = 1;
-      else if (*fmt == '0') zero = 1;
-      else break;
+      if (*fmt == '-')
+        left = 1;
+      else if (*fmt == '+')
+        plus = 1;
+      else if (*fmt == ' ')
+        space = 1;
+      else if (*fmt == '0')
+        zero = 1;
+      else
+        break;
     }
     if (*fmt == '*') {
       width = va_arg(ap, int);
@@ -224,7 +233,8 @@ void tkc_vfmt(char *dst, size_t n, const char *fmt, va_list ap) {
       case 'i': {
         long long v = lng == 3   ? (long long)va_arg(ap, ptrdiff_t)
                       : lng == 2 ? va_arg(ap, long long)
-                      : lng == 1 ? va_arg(ap, long) : va_arg(ap, int);
+                      : lng == 1 ? va_arg(ap, long)
+                                 : va_arg(ap, int);
         unsigned long long m = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
         sign = v < 0 ? "-" : plus ? "+" : space ? " " : "";
         len = tkc_fmt_digits(body + sizeof body, m, 10, 0, prec < 0 ? 1 : prec);
@@ -239,7 +249,7 @@ void tkc_vfmt(char *dst, size_t n, const char *fmt, va_list ap) {
                                : lng == 1 ? va_arg(ap, unsigned long)
                                           : va_arg(ap, unsigned);
         len = tkc_fmt_digits(body + sizeof body, v, c == 'u' ? 10u : 16u, c == 'X',
-                         prec < 0 ? 1 : prec);
+                             prec < 0 ? 1 : prec);
         tkc_fmt_field(&w, "", body + sizeof body - len, len, width, left, zero && prec < 0);
         break;
       }
@@ -314,12 +324,23 @@ void tkc_escape(char *dst, size_t n, const char *src) {
     unsigned char c = (unsigned char)*src;
     char e[4];
     size_t k = 0, j;
-    if (c == '\\') { e[k++] = '\\'; e[k++] = '\\'; }
-    else if (c == '\n') { e[k++] = '\\'; e[k++] = 'n'; }
-    else if (c == '\r') { e[k++] = '\\'; e[k++] = 'r'; }
-    else if (c == '\t') { e[k++] = '\\'; e[k++] = 't'; }
-    else if (c < 0x20 || c >= 0x7f) {
-      e[k++] = '\\'; e[k++] = 'x'; e[k++] = hex[c >> 4]; e[k++] = hex[c & 15];
+    if (c == '\\') {
+      e[k++] = '\\';
+      e[k++] = '\\';
+    } else if (c == '\n') {
+      e[k++] = '\\';
+      e[k++] = 'n';
+    } else if (c == '\r') {
+      e[k++] = '\\';
+      e[k++] = 'r';
+    } else if (c == '\t') {
+      e[k++] = '\\';
+      e[k++] = 't';
+    } else if (c < 0x20 || c >= 0x7f) {
+      e[k++] = '\\';
+      e[k++] = 'x';
+      e[k++] = hex[c >> 4];
+      e[k++] = hex[c & 15];
     } else {
       e[k++] = (char)c;
     }
@@ -328,4 +349,3 @@ void tkc_escape(char *dst, size_t n, const char *src) {
   }
   dst[o] = '\0';
 }
-

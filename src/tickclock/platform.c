@@ -83,7 +83,7 @@ uint64_t tkc_p_counter_ordered(void) {
 /* Once RDTSC is known disabled, a fake's system-call clocks stand in for
  * its vDSO ones (the native clocks switch by themselves). */
 static uint64_t tkc_p_clock(uint64_t (*vdso)(void *), uint64_t (*sys)(void *),
-                                   uint64_t (*native)(void)) {
+                            uint64_t (*native)(void)) {
   if (tkc_os_syscall_on() && sys != NULL) return sys(tkc_plat->ctx);
   if (vdso != NULL) return vdso(tkc_plat->ctx);
   return native();
@@ -91,8 +91,7 @@ static uint64_t tkc_p_clock(uint64_t (*vdso)(void *), uint64_t (*sys)(void *),
 
 uint64_t tkc_p_raw_ns(void) {
   if (tkc_plat == NULL) return tkc_p_clock(NULL, NULL, tkc_os_now_raw);
-  return tkc_p_clock(tkc_plat->raw_ns, tkc_plat->raw_ns_sys,
-                            tkc_os_now_raw);
+  return tkc_p_clock(tkc_plat->raw_ns, tkc_plat->raw_ns_sys, tkc_os_now_raw);
 }
 
 uint64_t tkc_p_os_ns(void) {

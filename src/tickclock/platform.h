@@ -32,15 +32,14 @@ extern "C" {
  * TSC -> ns conversion (ns = (tsc * time_mult) >> time_shift), valid only
  * when cap_user_time is set (the kernel's clocksource is the TSC). */
 typedef struct tickclock_perf_page {
-  int attempted;           /* perf_event_open was tried */
-  int ok;                  /* the page was mapped and read consistently */
-  int err;                 /* errno of the failing call, 0 if none */
-  uint32_t version;        /* the page's version field (as the kernel left it) */
+  int attempted;    /* perf_event_open was tried */
+  int ok;           /* the page was mapped and read consistently */
+  int err;          /* errno of the failing call, 0 if none */
+  uint32_t version; /* the page's version field (as the kernel left it) */
   int cap_user_time, cap_user_time_zero;
   uint32_t time_mult;
   uint32_t time_shift;
 } tickclock_perf_page;
-
 
 /* ---- the platform: everything the gatherer asks the outside world ------
  * Tests install a fake (tkc_set_platform) to replay per-CPU offsets,
@@ -52,7 +51,7 @@ typedef struct tickclock_perf_page {
  * counter(). */
 typedef struct tickclock_platform {
   void *ctx;
-  tickclock_cpuid_fn cpuid;  /* CPUID (ctx passed) */
+  tickclock_cpuid_fn cpuid; /* CPUID (ctx passed) */
   /* The first line of a /sys or /proc file, trailing newline/blanks
    * removed, into buf; returns 1 if a non-empty line was read, 0 if the
    * file is missing or unreadable. */
@@ -61,10 +60,10 @@ typedef struct tickclock_platform {
   int (*prctl_get_tsc)(void *ctx);
   /* Fills the perf_event mmap page evidence (attempted/ok/err/...). */
   void (*perf_page)(void *ctx, tickclock_perf_page *pp);
-  uint64_t (*counter)(void *ctx);          /* the arch counter */
-  uint64_t (*counter_ordered)(void *ctx);  /* ... not before earlier loads */
-  uint64_t (*raw_ns)(void *ctx);           /* CLOCK_MONOTONIC_RAW (vDSO) */
-  uint64_t (*os_ns)(void *ctx);            /* the OS clock's ticks (CLOCK_MONOTONIC, vDSO) */
+  uint64_t (*counter)(void *ctx);         /* the arch counter */
+  uint64_t (*counter_ordered)(void *ctx); /* ... not before earlier loads */
+  uint64_t (*raw_ns)(void *ctx);          /* CLOCK_MONOTONIC_RAW (vDSO) */
+  uint64_t (*os_ns)(void *ctx);           /* the OS clock's ticks (CLOCK_MONOTONIC, vDSO) */
   /* The same two clocks through the system call: what every read uses once
    * RDTSC is known to be disabled (the vDSO may execute RDTSC itself). */
   uint64_t (*raw_ns_sys)(void *ctx);
@@ -95,10 +94,8 @@ TKC_INTERNAL int tkc_p_read_line(const char *path, char *buf, size_t n);
 TKC_INTERNAL int tkc_p_prctl_get_tsc(void);
 TKC_INTERNAL void tkc_p_perf_page(tickclock_perf_page *pp);
 /* A tickclock_cpuid_fn (ctx unused): the installed platform's CPUID. */
-TKC_INTERNAL int tkc_p_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf,
-                             tickclock_cpuid_regs *out);
-TKC_INTERNAL int tkc_p_find_line(const char *path, const char *prefix, char *buf,
-                                 size_t n);
+TKC_INTERNAL int tkc_p_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf, tickclock_cpuid_regs *out);
+TKC_INTERNAL int tkc_p_find_line(const char *path, const char *prefix, char *buf, size_t n);
 TKC_INTERNAL size_t tkc_p_read_bytes(const char *path, void *buf, size_t n);
 TKC_INTERNAL uint64_t tkc_p_counter(void);
 TKC_INTERNAL uint64_t tkc_p_counter_ordered(void);
@@ -109,8 +106,7 @@ TKC_INTERNAL void tkc_p_sleep_ns(uint64_t ns);
 TKC_INTERNAL const char *tkc_p_getenv(const char *name);
 /* ---- the native platform (platform_posix.c, platform_windows.c) ---- */
 TKC_INTERNAL int tkc_native_read_line(const char *path, char *buf, size_t n);
-TKC_INTERNAL int tkc_native_find_line(const char *path, const char *prefix,
-                                      char *buf, size_t n);
+TKC_INTERNAL int tkc_native_find_line(const char *path, const char *prefix, char *buf, size_t n);
 TKC_INTERNAL size_t tkc_native_read_bytes(const char *path, void *buf, size_t n);
 TKC_INTERNAL int tkc_native_prctl_get_tsc(void);
 TKC_INTERNAL void tkc_native_perf_page(tickclock_perf_page *pp);
@@ -133,7 +129,7 @@ TKC_INTERNAL int tkc_os_syscall_on(void);
  * time with open/read/close: no descriptor is kept that the program could
  * close and reuse, no stdio, no allocation); 1 if read. */
 TKC_INTERNAL int tkc_p_clocksource(char *buf, size_t n);
-TKC_INTERNAL uint64_t tkc_os_now(void);      /* CLOCK_MONOTONIC (Windows: QPC) in ns */
+TKC_INTERNAL uint64_t tkc_os_now(void); /* CLOCK_MONOTONIC (Windows: QPC) in ns */
 /* The fallback source's raw ticks (async-signal-safe); every native clock
  * read here is a system call once tkc_os_syscall_on(). */
 TKC_INTERNAL uint64_t tkc_os_read(void);
@@ -142,7 +138,7 @@ TKC_INTERNAL uint64_t tkc_os_read(void);
  * CLOCK_MONOTONIC's ns, QueryPerformanceFrequency for QPC). */
 TKC_INTERNAL int tkc_os_fallback(uint64_t *hz);
 TKC_INTERNAL void tkc_sleep_ns(uint64_t ns);
-TKC_INTERNAL uint64_t tkc_os_now_raw(void);  /* CLOCK_MONOTONIC_RAW, ns; 0 if unreadable */
+TKC_INTERNAL uint64_t tkc_os_now_raw(void); /* CLOCK_MONOTONIC_RAW, ns; 0 if unreadable */
 #if !defined(_WIN32)
 /* One POSIX clock into *ns (checked: 0 when the clock could not be read,
  * *ns untouched); the system call once tkc_os_syscall_on(). */

@@ -27,8 +27,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#if defined(TKC_X86) && defined(SYS_perf_event_open) && \
-    !defined(TICKCLOCK_NO_PERF)
+#if defined(TKC_X86) && defined(SYS_perf_event_open) && !defined(TICKCLOCK_NO_PERF)
 #include <linux/perf_event.h>
 #define TKC_HAVE_PERF 1
 #endif
@@ -170,8 +169,6 @@ void tkc_sleep_ns(uint64_t ns) {
   nanosleep(&req, NULL);
 }
 
-
-
 /* secure_getenv semantics: ignore the environment in setuid/setgid (and
  * other AT_SECURE) processes. The check is glibc's own (getauxval), which
  * is declared in every mode, unlike secure_getenv. */
@@ -258,7 +255,8 @@ static void tkc_read_perf_page(tickclock_perf_page *pp) {
     return;
   }
   for (tries = 0; tries < 1000; tries++) {
-    const volatile struct perf_event_mmap_page *p = (const volatile struct perf_event_mmap_page *)map;
+    const volatile struct perf_event_mmap_page *p =
+        (const volatile struct perf_event_mmap_page *)map;
     uint32_t seq = p->lock, seq2;
     uint64_t caps;
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -288,7 +286,6 @@ void tkc_native_perf_page(tickclock_perf_page *pp) {
   (void)pp;
 #endif
 }
-
 
 /* Up to n bytes of a file (native platform); 0 if missing or unreadable. */
 size_t tkc_native_read_bytes(const char *path, void *buf, size_t n) {

@@ -50,9 +50,7 @@ uint64_t tkc_os_read(void) {
   return (uint64_t)c.QuadPart;
 }
 
-uint64_t tkc_os_now(void) {
-  return tickclock_conv_ticks_to_ns(tkc_qpc_conv(), tkc_os_read());
-}
+uint64_t tkc_os_now(void) { return tickclock_conv_ticks_to_ns(tkc_qpc_conv(), tkc_os_read()); }
 
 uint64_t tkc_os_now_raw(void) { return tkc_os_now(); }
 
@@ -61,9 +59,7 @@ uint64_t tkc_os_suspended_ns(void) { return UINT64_MAX; }
 
 uint64_t tkc_os_now_syscall(void) { return tkc_os_now(); } /* QPC never traps */
 
-double tkc_os_resolution_ns(void) {
-  return 1e9 / (double)tkc_qpc_conv()->hz_num;
-}
+double tkc_os_resolution_ns(void) { return 1e9 / (double)tkc_qpc_conv()->hz_num; }
 
 void tkc_sleep_ns(uint64_t ns) { Sleep((DWORD)(ns / UINT64_C(1000000))); }
 

@@ -167,16 +167,15 @@ TKC_INLINE uint64_t tkc_mul64(uint64_t a, uint64_t b, uint64_t *lo) {
 #define TKC_U64_LOCK_FREE __CLANG_ATOMIC_LLONG_LOCK_FREE
 #endif
 #if defined(TKC_U64_LOCK_FREE) && TKC_U64_LOCK_FREE < 2
-#error "tickclock: this target has no lock-free 64-bit atomics (__GCC_ATOMIC_LLONG_LOCK_FREE < 2), so the clock's 64-bit loads would be libatomic calls (a lock: not async-signal-safe; needs -latomic). Supported 32-bit targets: i686 and armv7. Build for one of them (e.g. -march=i686 or later on x86, -march=armv7-a on ARM) or for a 64-bit target."
+#error \
+    "tickclock: this target has no lock-free 64-bit atomics (__GCC_ATOMIC_LLONG_LOCK_FREE < 2), so the clock's 64-bit loads would be libatomic calls (a lock: not async-signal-safe; needs -latomic). Supported 32-bit targets: i686 and armv7. Build for one of them (e.g. -march=i686 or later on x86, -march=armv7-a on ARM) or for a 64-bit target."
 #endif
 #define TKC_LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define TKC_LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define TKC_STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-#define TKC_CAS_INT(p, expected, desired) \
-  tkc_cas_int((p), (expected), (desired))
+#define TKC_CAS_INT(p, expected, desired) tkc_cas_int((p), (expected), (desired))
 TKC_INLINE int tkc_cas_int(int *p, int expected, int desired) {
-  return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE);
+  return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 #elif defined(_MSC_VER)
 #include <intrin.h>
@@ -184,12 +183,12 @@ TKC_INLINE int tkc_cas_int(int *p, int expected, int desired) {
 #define TKC_SHARED volatile
 #define TKC_LOAD_RELAXED(p) (*(p))
 /* _InterlockedCompareExchange is a full barrier on every MSVC target. */
-#define TKC_CAS_INT(p, expected, desired)                                     \
+#define TKC_CAS_INT(p, expected, desired)                                                  \
   (_InterlockedCompareExchange((volatile long *)(p), (long)(desired), (long)(expected)) == \
    (long)(expected))
 #if defined(_M_ARM64) || defined(_M_ARM64EC)
 #define TKC_DMB_ISH() __dmb(0xB) /* _ARM64_BARRIER_ISH */
-#if defined(__cplusplus) /* port.h is included outside tickclock.h's extern "C" */
+#if defined(__cplusplus)         /* port.h is included outside tickclock.h's extern "C" */
 template <class T>
 static inline T tkc_ld_acq(const volatile T *p) {
   T v = *p;
@@ -219,17 +218,19 @@ static __inline void *tkc_ld_acq_ptr(void *const volatile *p) {
   TKC_DMB_ISH();
   return v;
 }
-#define TKC_LOAD_ACQUIRE(p)                                      \
-  _Generic((p), volatile int *: tkc_ld_acq_int((const volatile int *)(p)), \
-           volatile uint64_t *: tkc_ld_acq_u64((const volatile uint64_t *)(p)), \
-           default: tkc_ld_acq_ptr((void *const volatile *)(p)))
+#define TKC_LOAD_ACQUIRE(p)                                                \
+  _Generic((p),                                                            \
+      volatile int *: tkc_ld_acq_int((const volatile int *)(p)),           \
+      volatile uint64_t *: tkc_ld_acq_u64((const volatile uint64_t *)(p)), \
+      default: tkc_ld_acq_ptr((void *const volatile *)(p)))
 #define TKC_STORE_RELEASE(p, v) (TKC_DMB_ISH(), *(p) = (v))
 #endif
 #else /* x64: /volatile:ms orders volatile accesses */
 #if !defined(_M_X64)
 /* 32-bit MSVC: a volatile 64-bit access (the re-validation deadline) is two
  * 32-bit accesses there and tears; on ARM32 it is not ordered either. */
-#error "tickclock: 32-bit MSVC (_M_IX86, _M_ARM) is not supported: a 64-bit volatile load or store there is two 32-bit accesses and tears. Supported 32-bit targets: i686 and armv7, with gcc or clang (clang-cl on 32-bit Windows). Build with one of them, or for x64 or ARM64."
+#error \
+    "tickclock: 32-bit MSVC (_M_IX86, _M_ARM) is not supported: a 64-bit volatile load or store there is two 32-bit accesses and tears. Supported 32-bit targets: i686 and armv7, with gcc or clang (clang-cl on 32-bit Windows). Build with one of them, or for x64 or ARM64."
 #endif
 #define TKC_LOAD_ACQUIRE(p) (*(p))
 #define TKC_STORE_RELEASE(p, v) (*(p) = (v))

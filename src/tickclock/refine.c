@@ -25,8 +25,8 @@ typedef struct tkc_refine_book {
   uint64_t at_ns;                  /* raw clock of the next refinement */
   uint64_t at;                     /* ... in unit ticks */
 } tkc_refine_book;
-static tkc_refine_book tkc_rf = {0, 0, {0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0, 0, 0, 0}, 0,
-                                 UINT64_MAX};
+static tkc_refine_book tkc_rf = {
+    0, 0, {0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0, 0, 0, 0}, 0, UINT64_MAX};
 /* The evidence behind a state whose published frequency awaits its
  * cross-check: the first refinement decides again from it. */
 static tickclock_evidence tkc_pending_ev;
@@ -71,16 +71,16 @@ int tkc_refine_deferred(void) { return tkc_rf.deferred; }
  * and once it passed (cross_checked) checked again on the same growing
  * baselines up to 1 s; one of a length the caller asked for
  * (calibration_ms) stays as it is. */
-static void tkc_refine_plan(const tickclock_info *fresh, const tickclock_evidence *ev,
-                     int asked_ms, int cross_checked) {
+static void tkc_refine_plan(const tickclock_info *fresh, const tickclock_evidence *ev, int asked_ms,
+                            int cross_checked) {
   tkc_rf.on = 0;
   tkc_rf.deferred = 0;
   if (fresh->freq_pending_check) {
     tkc_pending_ev = *ev;
     memset(&tkc_rf.cal_first, 0, sizeof tkc_rf.cal_first);
     tkc_rf.on = 1;
-  } else if ((fresh->freq_method == TICKCLOCK_FREQ_CALIBRATED || cross_checked) &&
-             ev->cal.ok && !asked_ms && ev->cal.ns < TKC_REFINE_UNTIL_NS) {
+  } else if ((fresh->freq_method == TICKCLOCK_FREQ_CALIBRATED || cross_checked) && ev->cal.ok &&
+             !asked_ms && ev->cal.ns < TKC_REFINE_UNTIL_NS) {
     tkc_rf.cal_first = ev->cal;
     tkc_rf.at_ns = ev->cal.start_ns + 4 * ev->cal.ns;
     tkc_rf.on = 1;
@@ -117,8 +117,7 @@ void tkc_refine_from_anchor(const tickclock_info *s, tkc_bracket b) {
   tkc_rf.on = 1;
   tkc_cal_start(&tkc_rf.cal_first, b);
   tkc_rf.at_ns = b.ns + (uint64_t)TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000);
-  tkc_rf.at = tkc_after(s, tkc_map(s, b.mid), (uint64_t)TICKCLOCK_CAL_QUICK_MS *
-                        UINT64_C(1000000));
+  tkc_rf.at = tkc_after(s, tkc_map(s, b.mid), (uint64_t)TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000));
 }
 
 /* The cross-check of a published frequency (s->freq_pending_check, or a
@@ -148,8 +147,8 @@ void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c, in
  * one it measured from lies before a suspend. */
 static void tkc_refine_restart(const tickclock_info *s) {
   tkc_bracket nb = tkc_tightest_bracket(tkc_read_counter_ordered);
-  uint64_t wait_ns = (uint64_t)(s->freq_pending_check ? 1 : 4) * TICKCLOCK_CAL_QUICK_MS *
-                     UINT64_C(1000000);
+  uint64_t wait_ns =
+      (uint64_t)(s->freq_pending_check ? 1 : 4) * TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000);
   if (nb.width == UINT64_MAX) { /* no bracket now: a millisecond later */
     tkc_rf.at = tkc_after(s, tkc_max_seen(), UINT64_C(1000000));
     return;
@@ -199,8 +198,7 @@ void tkc_refine_locked(int may_alloc) {
   /* due by a tick from the future (a caller converting an arbitrary value):
    * the clock has not got there yet; due again when it has */
   if (c.start_ns + c.ns < tkc_rf.at_ns) {
-    tkc_rf.at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks),
-                          tkc_rf.at_ns - (c.start_ns + c.ns));
+    tkc_rf.at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks), tkc_rf.at_ns - (c.start_ns + c.ns));
     return;
   }
   if (s->freq_pending_check) {
@@ -233,9 +231,7 @@ void tkc_refine_locked(int may_alloc) {
   if (c.uncertainty_ppm >= s->uncertainty_ppm || s->freq_method != TICKCLOCK_FREQ_CALIBRATED) {
     tkc_rf.at_ns = tkc_rf.cal_first.start_ns + 4 * c.ns;
     if (c.ns >= TKC_REFINE_UNTIL_NS) tkc_rf.on = 0;
-    tkc_rf.at = tkc_after(
-        s, tkc_map(s, c.start_mid + c.ticks),
-        tkc_rf.at_ns - (c.start_ns + c.ns));
+    tkc_rf.at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks), tkc_rf.at_ns - (c.start_ns + c.ns));
     return;
   }
   memcpy(fresh, s, sizeof *fresh);

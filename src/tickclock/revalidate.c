@@ -70,8 +70,8 @@ int tkc_last_sample(tkc_bracket *b) {
   return tkc_bk.chk_on;
 }
 
-int tkc_checks_published(const tickclock_info *old, const tickclock_info *slot,
-                         tkc_bracket anchor, int counter, const tickclock_evidence *ev) {
+int tkc_checks_published(const tickclock_info *old, const tickclock_info *slot, tkc_bracket anchor,
+                         int counter, const tickclock_evidence *ev) {
   tkc_bk.chk_anchor = tkc_bk.chk_prev = anchor;
   tkc_bk.chk_on = anchor.width != UINT64_MAX;
   if (tkc_bk.chk_on)
@@ -102,8 +102,7 @@ void tkc_checks_reset(void) {
  * next periodic check and the next refinement. */
 void tkc_store_deadline(void) {
   uint64_t d = tkc_bk.chk_on ? tkc_bk.reval_at : UINT64_MAX;
-  if (tkc_bk.chk_on && tkc_refine_at() < d)
-    d = tkc_refine_at();
+  if (tkc_bk.chk_on && tkc_refine_at() < d) d = tkc_refine_at();
   TKC_STORE_RELEASE(&tkc_g_reval_deadline, d);
 }
 
@@ -112,8 +111,7 @@ void tkc_store_deadline(void) {
 void tkc_arm_deadline(const tickclock_info *s, uint64_t now_unit) {
   tkc_bk.reval_at = UINT64_MAX;
   if (tkc_bk.chk_on && tkc_bk.reval_ms != 0)
-    tkc_bk.reval_at =
-        tkc_after(s, now_unit, (uint64_t)tkc_bk.reval_ms * UINT64_C(1000000));
+    tkc_bk.reval_at = tkc_after(s, now_unit, (uint64_t)tkc_bk.reval_ms * UINT64_C(1000000));
   tkc_store_deadline();
 }
 
@@ -148,9 +146,7 @@ static void tkc_switch_to_os(const tickclock_info *old, const char *why, int tru
 }
 
 /* |a - b| > bound, for two ns spans. */
-static int tkc_disagree(double a, double b, double bound) {
-  return a - b > bound || b - a > bound;
-}
+static int tkc_disagree(double a, double b, double bound) { return a - b > bound || b - a > bound; }
 
 /* Counter time against CLOCK_MONOTONIC_RAW from the sample ref to b (whose
  * bracket is w ns wide): they must agree within (DRIFT_PPM + the
@@ -162,8 +158,8 @@ static int tkc_disagree(double a, double b, double bound) {
  * time to the awake and suspended time plus that passes (a step back, or
  * far beyond, does not). 1 when they do not agree; the figures in dc, dr
  * (raw, plus the suspended time when it was counted), bound. */
-static int tkc_drifted(const tickclock_info *s, tkc_bracket b, double w,
-                       tkc_bracket ref, double *dc, double *dr, double *bound) {
+static int tkc_drifted(const tickclock_info *s, tkc_bracket b, double w, tkc_bracket ref,
+                       double *dc, double *dr, double *bound) {
   double wr = (double)tickclock_conv_ticks_to_ns(&s->src_conv, ref.width);
   double rate = (TICKCLOCK_REVALIDATE_DRIFT_PPM + s->uncertainty_ppm) * 1e-6;
   *dc = (double)tickclock_conv_delta_to_ns(&s->src_conv, (int64_t)(b.mid - ref.mid));
@@ -185,8 +181,10 @@ static int tkc_rdtsc_disabled_locked(const tickclock_info *s) {
 #if defined(TKC_X86)
   if (tkc_p_prctl_get_tsc() == TICKCLOCK_PRCTL_SIGSEGV) {
     tkc_os_use_syscall(1);
-    tkc_switch_to_os(s, "RDTSC was disabled for this thread (prctl PR_SET_TSC = "
-                        "PR_TSC_SIGSEGV)", TKC_OLD_UNREADABLE);
+    tkc_switch_to_os(s,
+                     "RDTSC was disabled for this thread (prctl PR_SET_TSC = "
+                     "PR_TSC_SIGSEGV)",
+                     TKC_OLD_UNREADABLE);
     return 1;
   }
 #else
@@ -218,8 +216,7 @@ static int tkc_revalidate_locked(int with_io) {
   if (with_io && tkc_bk.cs_known) {
     int known = tkc_p_clocksource(cs, sizeof cs);
     if (known && !tkc_same_clocksource(cs, tkc_bk.cs)) {
-      tkc_fmt(why, sizeof why, "the kernel's clocksource changed from '%s' to '%s'",
-              tkc_bk.cs, cs);
+      tkc_fmt(why, sizeof why, "the kernel's clocksource changed from '%s' to '%s'", tkc_bk.cs, cs);
       tkc_switch_to_os(s, why, TKC_OLD_FAILED);
       return TICKCLOCK_SWITCHED;
     }
@@ -228,16 +225,14 @@ static int tkc_revalidate_locked(int with_io) {
   w = b.width == UINT64_MAX ? 1e300 : (double)tickclock_conv_ticks_to_ns(&s->src_conv, b.width);
   if (w > TICKCLOCK_REVALIDATE_MAX_BRACKET_NS) { /* inconclusive: the next period */
     if (b.width != UINT64_MAX)
-      tkc_bk.max_seen =
-          tkc_max_u64(tkc_bk.max_seen, tkc_map(s, b.mid + b.width / 2));
+      tkc_bk.max_seen = tkc_max_u64(tkc_bk.max_seen, tkc_map(s, b.mid + b.width / 2));
     tkc_arm_deadline(s, tkc_bk.max_seen);
     return 0;
   }
   /* the step since the previous conclusive sample, then the total since
    * publication (a slow drift passes every step) */
   for (step = 1; step >= 0; step--) {
-    if (!tkc_drifted(s, b, w, step ? tkc_bk.chk_prev : tkc_bk.chk_anchor, &dc,
-                     &dr, &bound))
+    if (!tkc_drifted(s, b, w, step ? tkc_bk.chk_prev : tkc_bk.chk_anchor, &dc, &dr, &bound))
       continue;
     tkc_fmt(why, sizeof why,
             step ? "counter stepped %.0f ns against CLOCK_MONOTONIC_RAW's %.0f ns since "
@@ -253,8 +248,7 @@ static int tkc_revalidate_locked(int with_io) {
   if (tkc_suspend_between(tkc_bk.chk_prev.susp, b.susp)) tkc_bk.chk_anchor = b;
   tkc_bk.chk_prev = b;
   tkc_note_sample(tkc_map(s, b.mid - b.width / 2), tkc_map(s, b.mid + b.width / 2), b.susp);
-  tkc_bk.max_seen =
-      tkc_max_u64(tkc_bk.max_seen, tkc_map(s, b.mid + b.width / 2));
+  tkc_bk.max_seen = tkc_max_u64(tkc_bk.max_seen, tkc_map(s, b.mid + b.width / 2));
   tkc_arm_deadline(s, tkc_bk.max_seen);
   return 0;
 }
@@ -294,7 +288,7 @@ static void tkc_due_locked(uint64_t ticks, int check_now, int may_alloc) {
   if (tkc_refine_pending() && s->freq_pending_check && ticks >= tkc_refine_at()) {
     tkc_refine_locked(may_alloc);
     s = tkc_published();
-    if (!tkc_reads_counter(s)) return; /* it disagreed: the OS clock now */
+    if (!tkc_reads_counter(s)) return;     /* it disagreed: the OS clock now */
     if (!s->freq_pending_check) ticks = 0; /* a new state: its own schedule */
   }
   if (check_now || ticks >= tkc_bk.reval_at) {

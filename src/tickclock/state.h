@@ -89,9 +89,8 @@ TKC_INTERNAL const tickclock_info *tkc_published(void);
  * (use_spare: the one reserved for leaving the counter; may_alloc: 0 inside
  * the conversions). TICKCLOCK_ENOMEM / TICKCLOCK_ELIMIT when there is no
  * slot: nothing changed. */
-TKC_INTERNAL int tkc_publish(const tickclock_info *st, const tickclock_info *old,
-                             int trust, int use_spare, int may_alloc,
-                             const tickclock_evidence *ev);
+TKC_INTERNAL int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
+                             int use_spare, int may_alloc, const tickclock_evidence *ev);
 #if defined(TKC_ARCH_COUNTER) /* (no counter: nothing is ever published unchecked) */
 /* (refine.c) The cross-check of a published frequency against the calibration c
  * measured since: decides again with c and publishes the result. */
@@ -132,13 +131,11 @@ TKC_INTERNAL void tkc_checks_reset(void);
  * published source that passed), then publishes it (tkc_publish's
  * arguments); the plan is dropped again when nothing was published. */
 TKC_INTERNAL int tkc_publish_planned(const tickclock_info *fresh, const tickclock_info *old,
-                                     const tickclock_evidence *ev, int asked_ms,
-                                     int cross_checked, int trust, int use_spare,
-                                     int may_alloc);
+                                     const tickclock_evidence *ev, int asked_ms, int cross_checked,
+                                     int trust, int use_spare, int may_alloc);
 /* The refinement's schedule from slot's anchor (checked: the state reads
  * the counter and the anchor is a sample; else no refinement). */
-TKC_INTERNAL void tkc_refine_published(const tickclock_info *slot, tkc_bracket anchor,
-                                       int checked);
+TKC_INTERNAL void tkc_refine_published(const tickclock_info *slot, tkc_bracket anchor, int checked);
 /* A refinement is pending; the unit tick it is due at (UINT64_MAX: none). */
 TKC_INTERNAL int tkc_refine_pending(void);
 TKC_INTERNAL uint64_t tkc_refine_at(void);

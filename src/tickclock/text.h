@@ -26,7 +26,8 @@ TKC_INTERNAL void tkc_escape(char *dst, size_t n, const char *src);
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 3, 4)))
 #endif
-TKC_INTERNAL void tkc_fmt(char *dst, size_t n, const char *fmt, ...);
+TKC_INTERNAL void
+tkc_fmt(char *dst, size_t n, const char *fmt, ...);
 
 TKC_INTERNAL void tkc_vfmt(char *dst, size_t n, const char *fmt, va_list ap);
 

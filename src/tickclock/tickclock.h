@@ -64,19 +64,16 @@
  *  - Async-signal-safe once initialised: tickclock_now,
  *    tickclock_now_ordered, tickclock_to_ns, tickclock_delta_ns,
  *    tickclock_duration_get, tickclock_info_get (and the sampler's
- *    functions, which touch only the caller's state). Nothing reachable from them allocates, does I/O,
- *    calls libc's formatting or waits on a lock: the work that falls due in
- *    to_ns/delta_ns (the rate check, a refinement, a cross-check) runs
- *    under a try-lock that never waits (another thread doing it, or a
- *    handler that interrupted it, carries on with the current state),
- *    publishes into a slot reserved in advance (none left: it waits for
- *    the next tickclock_init/tickclock_revalidate/tickclock_revalidate_every)
- *    and formats its reasons with the library's own formatter. A signal
- *    handler that interrupts the first initialisation in its own thread
- *    never waits: its reads come straight from CLOCK_MONOTONIC
- *    (nanoseconds) and tickclock_info_get() describes exactly that.
- *    tickclock_init, tickclock_revalidate and tickclock_revalidate_every
- *    are not async-signal-safe; called from a handler that interrupted the
+ *    functions, which touch only the caller's state). Nothing reachable from them allocates, does
+ * I/O, calls libc's formatting or waits on a lock: the work that falls due in to_ns/delta_ns (the
+ * rate check, a refinement, a cross-check) runs under a try-lock that never waits (another thread
+ * doing it, or a handler that interrupted it, carries on with the current state), publishes into a
+ * slot reserved in advance (none left: it waits for the next
+ * tickclock_init/tickclock_revalidate/tickclock_revalidate_every) and formats its reasons with the
+ * library's own formatter. A signal handler that interrupts the first initialisation in its own
+ * thread never waits: its reads come straight from CLOCK_MONOTONIC (nanoseconds) and
+ * tickclock_info_get() describes exactly that. tickclock_init, tickclock_revalidate and
+ * tickclock_revalidate_every are not async-signal-safe; called from a handler that interrupted the
  *    library in the same thread, init and revalidate return TICKCLOCK_EBUSY.
  *  - fork() at any moment leaves a child that works: the fork handlers
  *    are registered when the program is loaded (or, loaded later, at first
@@ -128,8 +125,8 @@
  *    again: they compare a tick with a deadline and cannot see ticks fall
  *    (until then to_ns(now()) follows the counter back). A tick from the
  *    future (an interval converted as if it were a tick) costs a try-lock,
- *    a prctl and a counter read (about 1 us) and makes nothing due early. tickclock_revalidate() runs it at once, plus the
- *    checks that need I/O (the kernel's clocksource).
+ *    a prctl and a counter read (about 1 us) and makes nothing due early. tickclock_revalidate()
+ * runs it at once, plus the checks that need I/O (the kernel's clocksource).
  *  - Limits, each stated where it applies: readings a faulty counter gave
  *    before a check are not corrected; a reader that loaded the old source
  *    just before a switch may produce one more counter reading; 32-bit
@@ -172,26 +169,26 @@ typedef enum tickclock_source {
 
 /* How the counter frequency was found. */
 typedef enum tickclock_freq_method {
-  TICKCLOCK_FREQ_NONE = 0,        /* not known */
-  TICKCLOCK_FREQ_IDENTITY = 1,    /* the source counts nanoseconds */
-  TICKCLOCK_FREQ_CALIBRATED = 2,  /* measured against CLOCK_MONOTONIC_RAW */
-  TICKCLOCK_FREQ_CPUID_15H = 3,   /* CPUID leaf 0x15 (ratio x crystal) */
-  TICKCLOCK_FREQ_CPUID_16H = 4,   /* CPUID leaf 0x16 base frequency */
-  TICKCLOCK_FREQ_HYPERVISOR = 5,  /* hypervisor timing leaf */
-  TICKCLOCK_FREQ_PERF_PAGE = 6,   /* perf_event mmap page time_mult/shift */
+  TICKCLOCK_FREQ_NONE = 0,          /* not known */
+  TICKCLOCK_FREQ_IDENTITY = 1,      /* the source counts nanoseconds */
+  TICKCLOCK_FREQ_CALIBRATED = 2,    /* measured against CLOCK_MONOTONIC_RAW */
+  TICKCLOCK_FREQ_CPUID_15H = 3,     /* CPUID leaf 0x15 (ratio x crystal) */
+  TICKCLOCK_FREQ_CPUID_16H = 4,     /* CPUID leaf 0x16 base frequency */
+  TICKCLOCK_FREQ_HYPERVISOR = 5,    /* hypervisor timing leaf */
+  TICKCLOCK_FREQ_PERF_PAGE = 6,     /* perf_event mmap page time_mult/shift */
   TICKCLOCK_FREQ_ARCH_REGISTER = 7, /* architectural (CNTFRQ_EL0, TOD) */
-  TICKCLOCK_FREQ_OS = 8,          /* OS-reported (QPF, device tree, cpuinfo) */
-  TICKCLOCK_FREQ_CONFIG = 9,      /* given in tickclock_config */
+  TICKCLOCK_FREQ_OS = 8,            /* OS-reported (QPF, device tree, cpuinfo) */
+  TICKCLOCK_FREQ_CONFIG = 9,        /* given in tickclock_config */
   TICKCLOCK_FREQ_METHOD_COUNT_ = 10
 } tickclock_freq_method;
 
 /* Return codes. */
 #define TICKCLOCK_OK 0
-#define TICKCLOCK_EINVAL (-1)      /* invalid argument */
+#define TICKCLOCK_EINVAL (-1)       /* invalid argument */
 #define TICKCLOCK_EUNAVAILABLE (-2) /* forced source unusable; auto choice kept */
-#define TICKCLOCK_EBUSY (-3)   /* re-entered from a signal handler; nothing changed */
-#define TICKCLOCK_ENOMEM (-4)  /* no memory for a new state; the current one is kept */
-#define TICKCLOCK_ELIMIT (-5)  /* TICKCLOCK_MAX_STATES reached; the current one is kept */
+#define TICKCLOCK_EBUSY (-3)        /* re-entered from a signal handler; nothing changed */
+#define TICKCLOCK_ENOMEM (-4)       /* no memory for a new state; the current one is kept */
+#define TICKCLOCK_ELIMIT (-5)       /* TICKCLOCK_MAX_STATES reached; the current one is kept */
 
 /* The bounded history (see the contract at the top). */
 #define TICKCLOCK_MAX_STATES 2048
@@ -247,14 +244,14 @@ TICKCLOCK_API int tickclock_conv_init(tickclock_conv *c, uint64_t hz_num, uint64
 
 /* ---- configuration and provenance ----------------------------------- */
 typedef struct tickclock_config {
-  int source;                /* tickclock_source; AUTO = decide */
-  uint32_t calibration_ms;   /* 0 = a published frequency at once, or a quick
-                                calibration (1 ms, lengthened x4 while its
-                                bound exceeds 50 ppm); either is cross-checked
-                                or refined later on a growing baseline; N =
-                                one blocking calibration of N ms first, never
-                                refined; <= 1000 */
-  uint32_t flags;            /* reserved, 0 */
+  int source;              /* tickclock_source; AUTO = decide */
+  uint32_t calibration_ms; /* 0 = a published frequency at once, or a quick
+                              calibration (1 ms, lengthened x4 while its
+                              bound exceeds 50 ppm); either is cross-checked
+                              or refined later on a growing baseline; N =
+                              one blocking calibration of N ms first, never
+                              refined; <= 1000 */
+  uint32_t flags;          /* reserved, 0 */
 } tickclock_config;
 
 #define TICKCLOCK_MAX_CANDIDATES 8
@@ -267,11 +264,11 @@ typedef struct tickclock_config {
 #define TICKCLOCK_FORCED_BY_ENV 2    /* the TICKCLOCK_SOURCE environment variable */
 
 typedef struct tickclock_candidate {
-  int source;        /* tickclock_source */
-  const char *name;  /* "tsc", "system", ... */
-  int usable;        /* 1 if it passed every check */
-  int chosen;        /* 1 for the source in use */
-  double read_ns;    /* measured cost of one read, 0 if not measured */
+  int source;                        /* tickclock_source */
+  const char *name;                  /* "tsc", "system", ... */
+  int usable;                        /* 1 if it passed every check */
+  int chosen;                        /* 1 for the source in use */
+  double read_ns;                    /* measured cost of one read, 0 if not measured */
   char reason[TICKCLOCK_REASON_LEN]; /* why usable / refused */
 } tickclock_candidate;
 
@@ -279,14 +276,14 @@ typedef struct tickclock_candidate {
  * decider made of it (the policy: src/tickclock/README.md). */
 #define TICKCLOCK_MAX_FREQS 8 /* one entry per source kind (5 on x86) */
 typedef struct tickclock_freq_candidate {
-  const char *name;          /* "calibration", "perf_page", "cpuid_15h_crystal",
-                                "cpuid_15h_known_crystal", "cpuid_15h_from_16h",
-                                "cpuid_16h", "hypervisor_40000010", "xen_leaf3" */
-  int method;                /* tickclock_freq_method */
-  int available;             /* 1: the source gave a frequency; 0: see reason
-                                (names then: "calibration", "perf_page",
-                                "cpuid_15h", "hypervisor", "cpuid_16h") */
-  uint64_t hz_num, hz_den;   /* reduced rational, Hz; 0/0 when unavailable */
+  const char *name;        /* "calibration", "perf_page", "cpuid_15h_crystal",
+                              "cpuid_15h_known_crystal", "cpuid_15h_from_16h",
+                              "cpuid_16h", "hypervisor_40000010", "xen_leaf3" */
+  int method;              /* tickclock_freq_method */
+  int available;           /* 1: the source gave a frequency; 0: see reason
+                              (names then: "calibration", "perf_page",
+                              "cpuid_15h", "hypervisor", "cpuid_16h") */
+  uint64_t hz_num, hz_den; /* reduced rational, Hz; 0/0 when unavailable */
   double hz;
   double uncertainty_ppm;    /* the source's own quantisation / measurement bound */
   int checked;               /* compared with calibration */
@@ -302,58 +299,58 @@ typedef struct tickclock_info {
    * (two cache lines at most).
    * to_ns(t) = base_ns + conv(t - base_ticks) (t below base_ticks: the
    * previous state's); with scaled == 0 ticks are nanoseconds (identity). */
-  int source;               /* tickclock_source in use */
-  int scaled;               /* 1: convert with conv; 0: ticks are ns */
-  tickclock_conv conv;      /* ticks of the process's unit <-> ns */
+  int source;          /* tickclock_source in use */
+  int scaled;          /* 1: convert with conv; 0: ticks are ns */
+  tickclock_conv conv; /* ticks of the process's unit <-> ns */
   uint64_t base_ticks, base_ns;
   /* provenance */
   const char *source_name;
-  uint64_t hz_num, hz_den;  /* the source's frequency as a rational (Hz); the
-                               unit's is conv.hz_num / conv.hz_den */
-  double hz;                /* hz_num / hz_den: the source's rate. Ticks handed out
-                               are in the process's unit, whose rate is unit_hz
-                               (differs after a switch: see unit_hz) */
-  int freq_method;          /* tickclock_freq_method */
+  uint64_t hz_num, hz_den; /* the source's frequency as a rational (Hz); the
+                              unit's is conv.hz_num / conv.hz_den */
+  double hz;               /* hz_num / hz_den: the source's rate. Ticks handed out
+                              are in the process's unit, whose rate is unit_hz
+                              (differs after a switch: see unit_hz) */
+  int freq_method;         /* tickclock_freq_method */
   const char *freq_method_name;
-  double uncertainty_ppm;   /* of the frequency; 0 when exact */
-  uint64_t baseline_ns;     /* the calibration's baseline (CLOCK_MONOTONIC_RAW ns
-                               between its brackets); it grows x4 per refinement,
-                               which stops once it spans 1 s (the last one may
-                               be longer: it runs when a conversion finds it
-                               due); 0 when nothing was measured */
-  int freq_pending_check;   /* 1: a published frequency (perf page, CPUID
-                               0x15 with its crystal on bare metal, a
-                               hypervisor leaf, CNTFRQ, the TOD) was used at
-                               once, before any calibration;
-                               the first refinement (from 1 ms on) compares it
-                               with calibration and publishes the verdict as
-                               a new state (see freqs[]) */
-  double resolution_ns;     /* granularity of one tick, ns */
-  int forced;               /* TICKCLOCK_FORCED_*: who chose the source */
-  int request_refused;      /* a forced source was unusable; automatic choice made */
+  double uncertainty_ppm;               /* of the frequency; 0 when exact */
+  uint64_t baseline_ns;                 /* the calibration's baseline (CLOCK_MONOTONIC_RAW ns
+                                           between its brackets); it grows x4 per refinement,
+                                           which stops once it spans 1 s (the last one may
+                                           be longer: it runs when a conversion finds it
+                                           due); 0 when nothing was measured */
+  int freq_pending_check;               /* 1: a published frequency (perf page, CPUID
+                                           0x15 with its crystal on bare metal, a
+                                           hypervisor leaf, CNTFRQ, the TOD) was used at
+                                           once, before any calibration;
+                                           the first refinement (from 1 ms on) compares it
+                                           with calibration and publishes the verdict as
+                                           a new state (see freqs[]) */
+  double resolution_ns;                 /* granularity of one tick, ns */
+  int forced;                           /* TICKCLOCK_FORCED_*: who chose the source */
+  int request_refused;                  /* a forced source was unusable; automatic choice made */
   char why[TICKCLOCK_WHY_LEN];          /* one line: why this source (source_name is
                                            not repeated in it) */
   char env_error[TICKCLOCK_REASON_LEN]; /* bad TICKCLOCK_SOURCE, or "" */
   unsigned n_candidates;
   tickclock_candidate candidates[TICKCLOCK_MAX_CANDIDATES];
-  const char *freq_detail;  /* the precise rule, e.g. "cpuid_15h_crystal",
-                               "calibration", "identity" (probe: tsc_hz.method) */
-  unsigned n_freqs;         /* frequency sources found for the counter */
+  const char *freq_detail; /* the precise rule, e.g. "cpuid_15h_crystal",
+                              "calibration", "identity" (probe: tsc_hz.method) */
+  unsigned n_freqs;        /* frequency sources found for the counter */
   tickclock_freq_candidate freqs[TICKCLOCK_MAX_FREQS];
   /* pairwise disagreement (freqs[i].hz / freqs[j].hz - 1) * 1e6; 0 where
    * either is unavailable */
   double freq_disagreement_ppm[TICKCLOCK_MAX_FREQS][TICKCLOCK_MAX_FREQS];
   double max_disagreement_ppm; /* largest |entry| above, 0 with < 2 sources */
-  int revalidated;          /* 1: this state replaced a counter that failed
-                               re-validation (why says which check) */
+  int revalidated;             /* 1: this state replaced a counter that failed
+                                  re-validation (why says which check) */
   /* The unit and how readings reach it. */
-  int unit_source;          /* the source whose tick is the unit (the first
-                               published one) */
-  int read_path;            /* TICKCLOCK_READ_*: how tickclock_now() reads */
-  int src_is_unit;          /* the source's ticks are unit ticks (offset only) */
-  uint64_t src_base;        /* the source's reading at base_ticks */
-  tickclock_conv src_conv;  /* the source's own ticks <-> ns */
-  unsigned generation;      /* 1 for the first published state, +1 each */
+  int unit_source;                   /* the source whose tick is the unit (the first
+                                        published one) */
+  int read_path;                     /* TICKCLOCK_READ_*: how tickclock_now() reads */
+  int src_is_unit;                   /* the source's ticks are unit ticks (offset only) */
+  uint64_t src_base;                 /* the source's reading at base_ticks */
+  tickclock_conv src_conv;           /* the source's own ticks <-> ns */
+  unsigned generation;               /* 1 for the first published state, +1 each */
   uint64_t unit_hz_num, unit_hz_den; /* the rate of the ticks tickclock_now()
                                hands out (the unit's, the first state's source):
                                ticks / unit_hz is seconds, whatever source reads
@@ -480,7 +477,8 @@ TICKCLOCK_API void tickclock_revalidate_every(uint32_t ms);
  * 80 ns on this project's hosts, most of it the three clock reads that
  * give the time suspended now (tests/bench: BM_interval/duration_get). Returns
  * TICKCLOCK_OK, or TICKCLOCK_EINVAL when out is NULL. */
-#define TICKCLOCK_DURATION_SPANS_PUBLICATION 1u    /* refinement, re-calibration,
+#define TICKCLOCK_DURATION_SPANS_PUBLICATION                                      \
+  1u                                               /* refinement, re-calibration, \
                                                       re-initialisation, switch */
 #define TICKCLOCK_DURATION_SPANS_BOUNDED_SWITCH 2u /* a step bounded, not measured */
 #define TICKCLOCK_DURATION_SPANS_SUSPEND 4u        /* a detected suspend */
@@ -529,13 +527,13 @@ TICKCLOCK_API int tickclock_duration_get(uint64_t start, uint64_t end, tickclock
  * predicted branch: under 0.1 ns over the same loop without it on this
  * project's hosts (tests/bench: BM_sampler/not_sampled). */
 typedef struct tickclock_sampler {
-  uint64_t left;      /* internal: executions until the next timed one */
-  uint64_t gap;       /* internal: the current gap's length */
-  uint64_t rng;       /* internal: xorshift64* state, never 0 */
-  uint64_t done;      /* internal: executions in the completed gaps */
-  double p;           /* the probability of timing an execution */
-  double inv_log_q;   /* internal: 1 / ln(1 - p); 0 when p == 1 */
-  uint64_t sampled;   /* durations added */
+  uint64_t left;                           /* internal: executions until the next timed one */
+  uint64_t gap;                            /* internal: the current gap's length */
+  uint64_t rng;                            /* internal: xorshift64* state, never 0 */
+  uint64_t done;                           /* internal: executions in the completed gaps */
+  double p;                                /* the probability of timing an execution */
+  double inv_log_q;                        /* internal: 1 / ln(1 - p); 0 when p == 1 */
+  uint64_t sampled;                        /* durations added */
   double sum_ns, sum_sq_ns2, bound_sum_ns; /* of the added durations */
 } tickclock_sampler;
 typedef struct tickclock_estimate {

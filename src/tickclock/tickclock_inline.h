@@ -105,27 +105,23 @@ TKC_INLINE uint64_t tkc_scale_frac(uint64_t t, uint64_t f) {
   return tkc_mul64(t, f, &lo);
 }
 
-TKC_INLINE uint64_t tickclock_conv_ticks_to_ns(const tickclock_conv *c,
-                                                      uint64_t ticks) {
+TKC_INLINE uint64_t tickclock_conv_ticks_to_ns(const tickclock_conv *c, uint64_t ticks) {
   if (c->ns_int == 0) return tkc_scale_frac(ticks, c->ns_frac); /* f > 1 GHz */
   return tkc_scale(ticks, c->ns_int, c->ns_frac);
 }
 
-TKC_INLINE uint64_t tickclock_conv_ns_to_ticks(const tickclock_conv *c,
-                                                      uint64_t ns) {
+TKC_INLINE uint64_t tickclock_conv_ns_to_ticks(const tickclock_conv *c, uint64_t ns) {
   if (c->tk_int == 0) return tkc_scale_frac(ns, c->tk_frac); /* f < 1 GHz */
   return tkc_scale(ns, c->tk_int, c->tk_frac);
 }
 
 /* Signed: magnitude through the unsigned path, so delta(-d) == -delta(d). */
 TKC_INLINE int64_t tkc_signed_ns(uint64_t mag_ns, int negative) {
-  if (negative)
-    return mag_ns >= (UINT64_C(1) << 63) ? INT64_MIN : -TKC_CAST(int64_t, mag_ns);
+  if (negative) return mag_ns >= (UINT64_C(1) << 63) ? INT64_MIN : -TKC_CAST(int64_t, mag_ns);
   return mag_ns > TKC_CAST(uint64_t, INT64_MAX) ? INT64_MAX : TKC_CAST(int64_t, mag_ns);
 }
 
-TKC_INLINE int64_t tickclock_conv_delta_to_ns(const tickclock_conv *c,
-                                                     int64_t dticks) {
+TKC_INLINE int64_t tickclock_conv_delta_to_ns(const tickclock_conv *c, int64_t dticks) {
   int neg = dticks < 0;
   /* |INT64_MIN| = 2^63 is representable as uint64_t */
   uint64_t mag = neg ? UINT64_C(0) - TKC_CAST(uint64_t, dticks) : TKC_CAST(uint64_t, dticks);
@@ -137,8 +133,7 @@ TKC_INLINE int64_t tickclock_conv_delta_to_ns(const tickclock_conv *c,
 /* Fastest read. May be reordered with surrounding instructions. */
 TKC_INLINE uint64_t tickclock_now(void) {
 #if defined(TKC_ARCH_COUNTER)
-  if (TKC_LIKELY(TKC_LOAD_RELAXED(&tkc_g_source) == TKC_ARCH_COUNTER))
-    return tkc_arch_read();
+  if (TKC_LIKELY(TKC_LOAD_RELAXED(&tkc_g_source) == TKC_ARCH_COUNTER)) return tkc_arch_read();
 #endif
   return tkc_now_slow();
 }
@@ -178,8 +173,7 @@ TKC_INLINE uint64_t tickclock_to_ns(uint64_t ticks) {
   const tickclock_info *s;
   /* what is due first (a refinement, the rate check), then the state:
    * the conversion uses the best rate known when it runs */
-  if (TKC_UNLIKELY(ticks >= TKC_LOAD_RELAXED(&tkc_g_reval_deadline)))
-    tkc_revalidate_due(ticks);
+  if (TKC_UNLIKELY(ticks >= TKC_LOAD_RELAXED(&tkc_g_reval_deadline))) tkc_revalidate_due(ticks);
   s = tkc_state();
   return tkc_ns_in(s, ticks);
 }
@@ -195,8 +189,7 @@ TKC_INLINE int64_t tickclock_delta_ns(uint64_t start, uint64_t end) {
   /* what is due for the later tick first, then the state: the best rate
    * known converts, and (a, b) and (b, a) see the same one */
   uint64_t later = end > start ? end : start;
-  if (TKC_UNLIKELY(later >= TKC_LOAD_RELAXED(&tkc_g_reval_deadline)))
-    tkc_revalidate_due(later);
+  if (TKC_UNLIKELY(later >= TKC_LOAD_RELAXED(&tkc_g_reval_deadline))) tkc_revalidate_due(later);
   s = tkc_state();
   if (s->scaled) mag = tickclock_conv_ticks_to_ns(&s->conv, mag);
   return tkc_signed_ns(mag, neg);

@@ -159,8 +159,7 @@ int tkc_counter_trusted(const tickclock_evidence *ev, char *why, size_t n) {
         tkc_fmt(why, n,
                 "the kernel uses the paravirtual clock '%s' and does not offer 'tsc' "
                 "(available: '%s'): it marked the TSC unstable or never registered it",
-                ev->clocksource,
-                ev->available_known ? ev->available_clocksource : "unknown");
+                ev->clocksource, ev->available_known ? ev->available_clocksource : "unknown");
         return TKC_TRUST_NO;
       }
       {

@@ -61,13 +61,12 @@ uint64_t tkc_after(const tickclock_info *s, uint64_t from, uint64_t ns) {
   return (d < from || d == UINT64_MAX) ? UINT64_MAX - 1 : d;
 }
 
-uint64_t tkc_extrapolate(const tickclock_info *old, tkc_bracket prev, uint64_t raw,
-                         uint64_t susp, double *allow_ns) {
+uint64_t tkc_extrapolate(const tickclock_info *old, tkc_bracket prev, uint64_t raw, uint64_t susp,
+                         double *allow_ns) {
   uint64_t dt = raw > prev.ns ? raw - prev.ns : 0;
   double slack;
   /* CLOCK_MONOTONIC_RAW stopped in a suspend since; the counter may not have */
-  if (susp != UINT64_MAX && prev.susp != UINT64_MAX && susp > prev.susp)
-    dt += susp - prev.susp;
+  if (susp != UINT64_MAX && prev.susp != UINT64_MAX && susp > prev.susp) dt += susp - prev.susp;
   slack = (double)dt * (TICKCLOCK_REVALIDATE_DRIFT_PPM + old->uncertainty_ppm) * 1e-6 +
           TICKCLOCK_REVALIDATE_DRIFT_ABS_NS;
   /* the counter, had it stayed healthy, lies within the sample's width

@@ -44,8 +44,7 @@ TKC_INTERNAL void tkc_unit_first(tickclock_info *st, int read_path);
 TKC_INTERNAL void tkc_unit_keep(const tickclock_info *old, tickclock_info *st);
 /* The same raw counter read inline, only its frequency new: the base a
  * guard interval above t (the highest tick handed out). */
-TKC_INTERNAL void tkc_unit_same_counter(const tickclock_info *old, tickclock_info *st,
-                                        uint64_t t);
+TKC_INTERNAL void tkc_unit_same_counter(const tickclock_info *old, tickclock_info *st, uint64_t t);
 /* Any other continuation: the base at t (the highest tick handed out), lo
  * the old source's own reading (the step's lower end), [r0, r1] the
  * CLOCK_MONOTONIC_RAW readings around the two sources' readings (r0 == 0

@@ -19,8 +19,8 @@ static int tkc_fx_hex(int c) {
 }
 
 static int tkc_fx_keychar(int c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '_' || c == '.' || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '-';
 }
 
 /* One data line [p, e): six fields of exactly 8 hex digits. */
@@ -142,8 +142,7 @@ fail:
   return line;
 }
 
-int tickclock_fixture_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf,
-                            tickclock_cpuid_regs *out) {
+int tickclock_fixture_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf, tickclock_cpuid_regs *out) {
   const tickclock_fixture *fx = (const tickclock_fixture *)ctx;
   unsigned i;
   memset(out, 0, sizeof *out);

@@ -38,8 +38,7 @@ typedef struct tickclock_fixture {
 unsigned tickclock_fixture_parse(const char *buf, size_t len, const char *name,
                                  tickclock_fixture *out, char *err, size_t errlen);
 /* A tickclock_cpuid_fn over a parsed fixture (ctx = the fixture). */
-int tickclock_fixture_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf,
-                            tickclock_cpuid_regs *out);
+int tickclock_fixture_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf, tickclock_cpuid_regs *out);
 /* The value of "# key: value", or NULL. */
 const char *tickclock_fixture_meta_get(const tickclock_fixture *fx, const char *key);
 

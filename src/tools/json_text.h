@@ -26,12 +26,23 @@ TKT_JSON_INLINE unsigned tkt_json_char(unsigned char c, char out[6]) {
   static const char hex[] = "0123456789abcdef";
   out[0] = '\\';
   switch (c) {
-    case '"': out[1] = '"'; return 2;
-    case '\\': out[1] = '\\'; return 2;
-    case '\n': out[1] = 'n'; return 2;
-    case '\r': out[1] = 'r'; return 2;
-    case '\t': out[1] = 't'; return 2;
-    default: break;
+    case '"':
+      out[1] = '"';
+      return 2;
+    case '\\':
+      out[1] = '\\';
+      return 2;
+    case '\n':
+      out[1] = 'n';
+      return 2;
+    case '\r':
+      out[1] = 'r';
+      return 2;
+    case '\t':
+      out[1] = 't';
+      return 2;
+    default:
+      break;
   }
   if (c < 0x20 || c >= 0x7f) {
     out[1] = 'u';

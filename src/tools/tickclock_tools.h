@@ -98,8 +98,7 @@ int tkt_counter_executable(const tickclock_evidence *ev, char *why, size_t n);
 /* Calibrates read_ordered against CLOCK_MONOTONIC_RAW over ms
  * milliseconds, as the core does; 1 with the reduced frequency in
  * *hz_num / *hz_den, else 0. */
-int tkt_calibrate(uint64_t (*read_ordered)(void), uint32_t ms, uint64_t *hz_num,
-                  uint64_t *hz_den);
+int tkt_calibrate(uint64_t (*read_ordered)(void), uint32_t ms, uint64_t *hz_num, uint64_t *hz_den);
 /* The tightest of the core's (counter, raw clock, counter) brackets: the
  * counter's midpoint, CLOCK_MONOTONIC_RAW in ns, the bracket's width in
  * ticks. */

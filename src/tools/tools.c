@@ -23,8 +23,7 @@ int tkt_counter_executable(const tickclock_evidence *ev, char *why, size_t n) {
   return tkc_counter_executable(ev, why, n);
 }
 
-int tkt_calibrate(uint64_t (*read_ordered)(void), uint32_t ms, uint64_t *hz_num,
-                  uint64_t *hz_den) {
+int tkt_calibrate(uint64_t (*read_ordered)(void), uint32_t ms, uint64_t *hz_num, uint64_t *hz_den) {
   tickclock_calibration cal;
   if (!tkc_calibrate(read_ordered, ms, &cal)) return 0;
   *hz_num = cal.hz_num;

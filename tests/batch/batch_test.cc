@@ -58,11 +58,11 @@ void ResetTargets() { ForceTarget(0); }
 // reach the wide (ns_int >= 2^32) path.
 std::vector<tickclock_conv> Convs() {
   const uint64_t hz[][2] = {
-      {1, 1},          {1000, 1},       {32768, 1},       {1000000, 1},     {19200000, 1},
-      {24000000, 1},   {25000000, 1},   {50000000, 1},    {62500000, 1},    {100000000, 1},
-      {512000000, 1},  {999999999, 1},  {1000000000, 1},  {1000000001, 1},  {2100000000, 1},
-      {2095999000, 1}, {3000000000, 7}, {2899999999, 1},  {3700000000, 1},  {5000000000, 1},
-      {10000000000, 3}, {100000000000, 1}, {1000000000000, 1}, {7, 3},       {123456789012, 7}};
+      {1, 1},           {1000, 1},         {32768, 1},         {1000000, 1},    {19200000, 1},
+      {24000000, 1},    {25000000, 1},     {50000000, 1},      {62500000, 1},   {100000000, 1},
+      {512000000, 1},   {999999999, 1},    {1000000000, 1},    {1000000001, 1}, {2100000000, 1},
+      {2095999000, 1},  {3000000000, 7},   {2899999999, 1},    {3700000000, 1}, {5000000000, 1},
+      {10000000000, 3}, {100000000000, 1}, {1000000000000, 1}, {7, 3},          {123456789012, 7}};
   std::vector<tickclock_conv> v;
   for (auto& h : hz) {
     tickclock_conv c;
@@ -95,9 +95,19 @@ uint64_t SaturationPoint(const tickclock_conv& c) {
 }
 
 std::vector<uint64_t> Inputs(const tickclock_conv& c, Rng& rng) {
-  std::vector<uint64_t> v = {0, 1, 2, 3, 0xFFFFFFFFull, 0x100000000ull, 0x100000001ull,
-                             (1ull << 62), (1ull << 63) - 1, 1ull << 63, (1ull << 63) + 1,
-                             UINT64_MAX - 1, UINT64_MAX};
+  std::vector<uint64_t> v = {0,
+                             1,
+                             2,
+                             3,
+                             0xFFFFFFFFull,
+                             0x100000000ull,
+                             0x100000001ull,
+                             (1ull << 62),
+                             (1ull << 63) - 1,
+                             1ull << 63,
+                             (1ull << 63) + 1,
+                             UINT64_MAX - 1,
+                             UINT64_MAX};
   uint64_t s = SaturationPoint(c);
   for (uint64_t d = 0; d < 3 && s; ++d) {
     v.push_back(s - 1 + d);
@@ -131,7 +141,8 @@ TEST_CASE("batch kernels are bit-identical to the scalar conversion on every tar
       // unsigned
       std::vector<uint64_t> want(in.size()), got(in.size(), 0x5555);
       tb::scalar::TicksToNs(c, in.data(), want.data(), in.size());
-      for (size_t k = 0; k < in.size(); ++k) REQUIRE(want[k] == tickclock_conv_ticks_to_ns(&c, in[k]));
+      for (size_t k = 0; k < in.size(); ++k)
+        REQUIRE(want[k] == tickclock_conv_ticks_to_ns(&c, in[k]));
       // every length up to 40 and offsets 0..3 (tails and unaligned starts)
       for (size_t off = 0; off < 4; ++off) {
         for (size_t n = 0; n <= 40 && off + n <= in.size(); ++n) {
@@ -166,12 +177,14 @@ TEST_CASE("batch kernels are bit-identical to the scalar conversion on every tar
       din.push_back(-1);
       std::vector<int64_t> dwant(din.size()), dgot(din.size());
       tb::scalar::DeltasToNs(c, din.data(), dwant.data(), din.size());
-      for (size_t k = 0; k < din.size(); ++k) REQUIRE(dwant[k] == tickclock_conv_delta_to_ns(&c, din[k]));
+      for (size_t k = 0; k < din.size(); ++k)
+        REQUIRE(dwant[k] == tickclock_conv_delta_to_ns(&c, din[k]));
       for (size_t n = 0; n <= 40; ++n) {
         std::fill(dgot.begin(), dgot.end(), INT64_C(0x5555));
         tb::DeltasToNs(c, din.data() + 3, dgot.data(), n);
         for (size_t k = 0; k < n; ++k) REQUIRE(dgot[k] == dwant[3 + k]);
-        for (size_t k = n; k < dgot.size(); ++k) REQUIRE(dgot[k] == INT64_C(0x5555));  // no write past n
+        for (size_t k = n; k < dgot.size(); ++k)
+          REQUIRE(dgot[k] == INT64_C(0x5555));  // no write past n
         // in place
         std::vector<int64_t> buf = din;
         tb::DeltasToNs(c, buf.data() + 3, buf.data() + 3, n);
@@ -192,8 +205,8 @@ TEST_CASE("log2 histogram matches the scalar one on every target") {
   auto targets = TargetsToTest();
   Rng rng{42};
   std::vector<uint64_t> in = {0, 1, 2, 3, 4, UINT64_MAX, 1ull << 63, (1ull << 63) - 1};
-  for (int k = 0; k < 64; ++k) in.push_back(1ull << k), in.push_back((1ull << k) - 1),
-                               in.push_back((1ull << k) + 1);
+  for (int k = 0; k < 64; ++k)
+    in.push_back(1ull << k), in.push_back((1ull << k) - 1), in.push_back((1ull << k) + 1);
   for (int k = 0; k < 5000; ++k) in.push_back(rng() >> (rng() & 63));
   for (auto& t : targets) {
     ForceTarget(t.second);
@@ -237,7 +250,7 @@ TEST_CASE("monotonicity scan finds the first decrease on every target") {
       CHECK(tb::FirstDecrease(a.data(), n) == n);
       for (size_t pos = 0; pos + 1 < n; ++pos) {
         std::vector<uint64_t> b = a;
-        b[pos + 1] = b[pos] - 1;  // decrease between pos and pos + 1
+        b[pos + 1] = b[pos] - 1;                        // decrease between pos and pos + 1
         for (size_t j = pos + 2; j < n; ++j) b[j] = 0;  // later decreases too
         REQUIRE(tb::FirstDecrease(b.data(), n) == pos);
         REQUIRE(tb::scalar::FirstDecrease(b.data(), n) == pos);

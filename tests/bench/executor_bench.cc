@@ -26,7 +26,8 @@
 // cheaply as a countdown with geometrically distributed gaps (mean N,
 // pre-drawn from a xorshift generator), so the unsampled path is a
 // decrement and a predicted branch, and a sampled call leaves the hot path
-// by a tail call (no stack frame on the hot path; see Instrumented()). The Horvitz-Thompson estimator
+// by a tail call (no stack frame on the hot path; see Instrumented()). The Horvitz-Thompson
+// estimator
 //       T_hat = sum_{sampled i} d_i / p_i
 // is then unbiased for the node's total time *in the sampled run*:
 // E[T_hat] = sum_i d_i. Refinements and caveats:
@@ -123,7 +124,7 @@ struct CgtInstr {
   double TotalNs() const { return (double)ns; }
 };
 
-uint64_t g_sample_every = 1000;  // N
+uint64_t g_sample_every = 1000;       // N
 constexpr uint64_t kAlwaysFirst = 8;  // K
 
 // Geometric(p = 1/N) gaps on {1, 2, ...}, pre-drawn at start-up (xorshift
@@ -148,17 +149,17 @@ uint64_t g_outlier_ticks = UINT64_MAX;  // --outlier-us in ticks (see ShadowInst
 // Bookkeeping for the sampled mode; the hot path is in Instrumented()
 // below. The number of calls is derived: calls = next_at - countdown - 1.
 struct SampledInstr {
-  int64_t countdown = 0;   // calls until the next timed call (< 0: time this one)
+  int64_t countdown = 0;  // calls until the next timed call (< 0: time this one)
   uint64_t rows = 0;
   uint64_t t0 = 0;
-  uint64_t next_at = 1;    // 1-based index of the next timed call
+  uint64_t next_at = 1;  // 1-based index of the next timed call
   uint64_t samples = 0, calls_at_begin = 0;
   uint64_t exact_ticks = 0;    // the first K calls, weight 1
   uint64_t sampled_ticks = 0;  // later sampled calls, weight N
-  double sampled_sq = 0;  // sum of squared sampled durations (ticks^2)
-  uint64_t outliers = 0;             // sampled intervals over --outlier-us, dropped
+  double sampled_sq = 0;       // sum of squared sampled durations (ticks^2)
+  uint64_t outliers = 0;       // sampled intervals over --outlier-us, dropped
   size_t gap_i = (g_gap_seed += 5003) % kGapTable;
-  uint64_t calls = 0;          // filled in by Finish()
+  uint64_t calls = 0;  // filled in by Finish()
 
   // The first K calls: countdown is handed out as 1 each time (all timed);
   // after the K-th, a geometric gap, so every later call is timed
@@ -428,18 +429,24 @@ __attribute__((noinline)) RunResult RunPipeline(const Table& t) {
 
 // The sixth run, "shadow", is not an overhead figure: it measures the
 // sampling error (see ShadowInstr).
-const char* const kModes[] = {"untimed", "counting", "tickclock", "clock_gettime", "sampled",
-                              "shadow"};
+const char* const kModes[] = {"untimed",       "counting", "tickclock",
+                              "clock_gettime", "sampled",  "shadow"};
 const char* const kNodes[] = {"scan", "filter", "agg"};
 
 RunResult RunMode(int m, const Table& t) {
   switch (m) {
-    case 0: return RunPipeline<NoInstr>(t);
-    case 1: return RunPipeline<CountInstr>(t);
-    case 2: return RunPipeline<TscInstr>(t);
-    case 3: return RunPipeline<CgtInstr>(t);
-    case 4: return RunPipeline<SampledInstr>(t);
-    default: return RunPipeline<ShadowInstr>(t);
+    case 0:
+      return RunPipeline<NoInstr>(t);
+    case 1:
+      return RunPipeline<CountInstr>(t);
+    case 2:
+      return RunPipeline<TscInstr>(t);
+    case 3:
+      return RunPipeline<CgtInstr>(t);
+    case 4:
+      return RunPipeline<SampledInstr>(t);
+    default:
+      return RunPipeline<ShadowInstr>(t);
   }
 }
 
@@ -457,14 +464,22 @@ int main(int argc, char** argv) {
   std::string json;
   double outlier_us = 10;
   for (int i = 1; i < argc; ++i) {
-    if (!strncmp(argv[i], "--rows=", 7)) rows = strtoull(argv[i] + 7, nullptr, 10);
-    else if (!strncmp(argv[i], "--reps=", 7)) reps = atoi(argv[i] + 7);
-    else if (!strncmp(argv[i], "--sample-every=", 15)) g_sample_every = strtoull(argv[i] + 15, nullptr, 10);
-    else if (!strncmp(argv[i], "--json=", 7)) json = argv[i] + 7;
-    else if (!strncmp(argv[i], "--outlier-us=", 13)) outlier_us = strtod(argv[i] + 13, nullptr);
+    if (!strncmp(argv[i], "--rows=", 7))
+      rows = strtoull(argv[i] + 7, nullptr, 10);
+    else if (!strncmp(argv[i], "--reps=", 7))
+      reps = atoi(argv[i] + 7);
+    else if (!strncmp(argv[i], "--sample-every=", 15))
+      g_sample_every = strtoull(argv[i] + 15, nullptr, 10);
+    else if (!strncmp(argv[i], "--json=", 7))
+      json = argv[i] + 7;
+    else if (!strncmp(argv[i], "--outlier-us=", 13))
+      outlier_us = strtod(argv[i] + 13, nullptr);
     else {
-      fprintf(stderr, "executor_bench: unknown argument '%s'\n"
-              "usage: executor_bench [--rows=N] [--reps=R] [--sample-every=N] [--outlier-us=U] [--json=FILE]\n", argv[i]);
+      fprintf(stderr,
+              "executor_bench: unknown argument '%s'\n"
+              "usage: executor_bench [--rows=N] [--reps=R] [--sample-every=N] [--outlier-us=U] "
+              "[--json=FILE]\n",
+              argv[i]);
       return 2;
     }
   }
@@ -493,8 +508,8 @@ int main(int argc, char** argv) {
     t.val[i] = (int32_t)(x & 0xFFFFF);
   }
 
-  const int kM = 5;        // modes with an overhead figure
-  const int kRuns = 6;     // plus the shadow run
+  const int kM = 5;     // modes with an overhead figure
+  const int kRuns = 6;  // plus the shadow run
   std::vector<double> wall[kRuns], cpu[kRuns];
   RunResult last[kRuns];
   // Per repetition and node: the sampling error (shadow estimate vs the full
@@ -503,7 +518,7 @@ int main(int argc, char** argv) {
   // tickclock run (different runs: includes full timing's perturbation).
   double worst_err[3] = {0, 0, 0}, worst_raw[3] = {0, 0, 0}, worst_ci[3] = {0, 0, 0},
          worst_cross[3] = {0, 0, 0};
-  std::vector<double> rep_err;  // worst node's error in each repetition
+  std::vector<double> rep_err;     // worst node's error in each repetition
   RunResult warm = RunMode(0, t);  // page in the table
   for (int rep = 0; rep < reps; ++rep) {
     for (int m = 0; m < kRuns; ++m) {
@@ -520,10 +535,13 @@ int main(int argc, char** argv) {
       for (int m : {4, 5}) {
         if (last[m].node[k].calls != last[1].node[k].calls ||
             last[m].node[k].rows != last[1].node[k].rows) {
-          fprintf(stderr, "executor_bench: %s mode counted %llu calls / %llu rows for %s, "
-                  "counting mode %llu / %llu\n", kModes[m], (unsigned long long)last[m].node[k].calls,
+          fprintf(stderr,
+                  "executor_bench: %s mode counted %llu calls / %llu rows for %s, "
+                  "counting mode %llu / %llu\n",
+                  kModes[m], (unsigned long long)last[m].node[k].calls,
                   (unsigned long long)last[m].node[k].rows, kNodes[k],
-                  (unsigned long long)last[1].node[k].calls, (unsigned long long)last[1].node[k].rows);
+                  (unsigned long long)last[1].node[k].calls,
+                  (unsigned long long)last[1].node[k].rows);
           return 1;
         }
       }
@@ -533,7 +551,8 @@ int main(int argc, char** argv) {
       rep_worst = std::max(rep_worst, std::fabs(sh.trimmed_est_ns / sh.trimmed_total_ns - 1));
       worst_raw[k] = std::max(worst_raw[k], std::fabs(sh.shadow_est_ns / sh.total_ns - 1));
       worst_ci[k] = std::max(worst_ci[k], sn.ci95_ns / sn.total_ns);
-      worst_cross[k] = std::max(worst_cross[k], std::fabs(sn.total_ns / last[2].node[k].total_ns - 1));
+      worst_cross[k] =
+          std::max(worst_cross[k], std::fabs(sn.total_ns / last[2].node[k].total_ns - 1));
     }
     rep_err.push_back(rep_worst);
   }
@@ -549,38 +568,45 @@ int main(int argc, char** argv) {
   double worst_err_any = std::max({worst_err[0], worst_err[1], worst_err[2]});
   double worst_raw_any = std::max({worst_raw[0], worst_raw[1], worst_raw[2]});
 
-  printf("executor: %llu rows, %d repetitions, timer %s, sampling p = 1/%llu (first %llu calls exact)\n",
-         (unsigned long long)rows, reps, info->source_name, (unsigned long long)g_sample_every,
-         (unsigned long long)kAlwaysFirst);
-  printf("%-14s %10s %10s %10s %12s\n", "mode", "cpu ns/row", "median", "overhead",
-         "wall ns/row");
+  printf(
+      "executor: %llu rows, %d repetitions, timer %s, sampling p = 1/%llu (first %llu calls "
+      "exact)\n",
+      (unsigned long long)rows, reps, info->source_name, (unsigned long long)g_sample_every,
+      (unsigned long long)kAlwaysFirst);
+  printf("%-14s %10s %10s %10s %12s\n", "mode", "cpu ns/row", "median", "overhead", "wall ns/row");
   for (int m = 0; m < kM; ++m)
     printf("%-14s %10.2f %10.2f %9.1f%% %12.2f\n", kModes[m], best[m] / rows, med[m] / rows,
            100 * (best[m] / best[0] - 1), best_wall[m] / rows);
-  printf("node totals, last repetition (ms); shadow run: full timing vs the sampled estimate "
-         "from the same calls, raw and without intervals > %.0f us\n", outlier_us);
+  printf(
+      "node totals, last repetition (ms); shadow run: full timing vs the sampled estimate "
+      "from the same calls, raw and without intervals > %.0f us\n",
+      outlier_us);
   printf("  %-7s %9s %10s %11s %9s %7s | %9s %9s %8s | %6s %9s %9s %8s\n", "node", "calls",
          "tickclock", "clk_gettime", "sampled", "+-95%", "full", "estimate", "error", ">thr",
          "full", "estimate", "error");
   for (int k = 0; k < 3; ++k) {
     const NodeResult& sh = last[5].node[k];
-    printf("  %-7s %9llu %10.2f %11.2f %9.2f %6.2f%% | %9.2f %9.2f %+7.2f%% | %6llu %9.2f %9.2f %+7.2f%%\n",
-           kNodes[k], (unsigned long long)last[2].node[k].calls, last[2].node[k].total_ns / 1e6,
-           last[3].node[k].total_ns / 1e6, last[4].node[k].total_ns / 1e6,
-           100 * last[4].node[k].ci95_ns / last[4].node[k].total_ns, sh.total_ns / 1e6,
-           sh.shadow_est_ns / 1e6, 100 * (sh.shadow_est_ns / sh.total_ns - 1),
-           (unsigned long long)sh.outliers, sh.trimmed_total_ns / 1e6, sh.trimmed_est_ns / 1e6,
-           100 * (sh.trimmed_est_ns / sh.trimmed_total_ns - 1));
+    printf(
+        "  %-7s %9llu %10.2f %11.2f %9.2f %6.2f%% | %9.2f %9.2f %+7.2f%% | %6llu %9.2f %9.2f "
+        "%+7.2f%%\n",
+        kNodes[k], (unsigned long long)last[2].node[k].calls, last[2].node[k].total_ns / 1e6,
+        last[3].node[k].total_ns / 1e6, last[4].node[k].total_ns / 1e6,
+        100 * last[4].node[k].ci95_ns / last[4].node[k].total_ns, sh.total_ns / 1e6,
+        sh.shadow_est_ns / 1e6, 100 * (sh.shadow_est_ns / sh.total_ns - 1),
+        (unsigned long long)sh.outliers, sh.trimmed_total_ns / 1e6, sh.trimmed_est_ns / 1e6,
+        100 * (sh.trimmed_est_ns / sh.trimmed_total_ns - 1));
   }
-  printf("untimed query %.2f ms; full tickclock timing of agg %.2f ms (%+.0f%%: timer cost inside "
-         "the intervals); sampled mode %.2f ms (%+.1f%%)\n",
-         last[0].wall_ns / 1e6, last[2].node[2].total_ns / 1e6,
-         100 * (last[2].node[2].total_ns / last[0].wall_ns - 1), last[4].node[2].total_ns / 1e6,
-         100 * (last[4].node[2].total_ns / last[0].wall_ns - 1));
-  printf("sampling error vs full timing of the same calls, worst node and repetition: %.2f%% "
-         "without intervals > %.0f us (scan %.2f%%, filter %.2f%%, agg %.2f%%); raw %.2f%%\n",
-         100 * worst_err_any, outlier_us, 100 * worst_err[0], 100 * worst_err[1],
-         100 * worst_err[2], 100 * worst_raw_any);
+  printf(
+      "untimed query %.2f ms; full tickclock timing of agg %.2f ms (%+.0f%%: timer cost inside "
+      "the intervals); sampled mode %.2f ms (%+.1f%%)\n",
+      last[0].wall_ns / 1e6, last[2].node[2].total_ns / 1e6,
+      100 * (last[2].node[2].total_ns / last[0].wall_ns - 1), last[4].node[2].total_ns / 1e6,
+      100 * (last[4].node[2].total_ns / last[0].wall_ns - 1));
+  printf(
+      "sampling error vs full timing of the same calls, worst node and repetition: %.2f%% "
+      "without intervals > %.0f us (scan %.2f%%, filter %.2f%%, agg %.2f%%); raw %.2f%%\n",
+      100 * worst_err_any, outlier_us, 100 * worst_err[0], 100 * worst_err[1], 100 * worst_err[2],
+      100 * worst_raw_any);
   printf("median over repetitions of the worst node's error: %.2f%%\n", 100 * median_err);
 
   if (!json.empty()) {
@@ -589,20 +615,23 @@ int main(int argc, char** argv) {
       fprintf(stderr, "executor_bench: cannot write %s\n", json.c_str());
       return 2;
     }
-    fprintf(f, "{\n \"rows\": %llu, \"reps\": %d, \"sample_every\": %llu, \"always_first\": %llu,\n"
+    fprintf(f,
+            "{\n \"rows\": %llu, \"reps\": %d, \"sample_every\": %llu, \"always_first\": %llu,\n"
             " \"timer_source\": \"%s\",\n \"modes\": {\n",
             (unsigned long long)rows, reps, (unsigned long long)g_sample_every,
             (unsigned long long)kAlwaysFirst, info->source_name);
     for (int m = 0; m < kM; ++m)
-      fprintf(f, "  \"%s\": {\"ns_per_row\": %.4f, \"median_ns_per_row\": %.4f, "
-              "\"wall_ns_per_row\": %.4f}%s\n", kModes[m], best[m] / rows, med[m] / rows,
-              best_wall[m] / rows, m + 1 < kM ? "," : "");
+      fprintf(f,
+              "  \"%s\": {\"ns_per_row\": %.4f, \"median_ns_per_row\": %.4f, "
+              "\"wall_ns_per_row\": %.4f}%s\n",
+              kModes[m], best[m] / rows, med[m] / rows, best_wall[m] / rows, m + 1 < kM ? "," : "");
     fprintf(f, " },\n \"overhead\": {");
     for (int m = 1; m < kM; ++m)
       fprintf(f, "\"%s\": %.5f%s", kModes[m], best[m] / best[0] - 1, m + 1 < kM ? ", " : "");
     fprintf(f, "},\n \"nodes_last_rep\": {\n");
     for (int k = 0; k < 3; ++k)
-      fprintf(f, "  \"%s\": {\"calls\": %llu, \"rows\": %llu, \"tickclock_ns\": %.0f, "
+      fprintf(f,
+              "  \"%s\": {\"calls\": %llu, \"rows\": %llu, \"tickclock_ns\": %.0f, "
               "\"clock_gettime_ns\": %.0f, \"sampled_ns\": %.0f, \"sampled_ci95_ns\": %.0f, "
               "\"sampled_samples\": %llu, \"shadow_full_ns\": %.0f, \"shadow_estimate_ns\": %.0f, "
               "\"shadow_outliers\": %llu, \"shadow_trimmed_full_ns\": %.0f, "
@@ -614,19 +643,22 @@ int main(int argc, char** argv) {
               last[5].node[k].shadow_est_ns, (unsigned long long)last[5].node[k].outliers,
               last[5].node[k].trimmed_total_ns, last[5].node[k].trimmed_est_ns, k < 2 ? "," : "");
     fprintf(f, " },\n \"untimed_wall_ns_last_rep\": %.0f,\n", last[0].wall_ns);
-    fprintf(f, " \"sampled_error\": {\n"
-            "  \"outlier_us\": %.1f,\n"
-            "  \"sampling_error_worst\": {\"scan\": %.5f, \"filter\": %.5f, \"agg\": %.5f},\n"
-            "  \"sampling_error_raw_worst\": %.5f,\n"
-            "  \"sampling_error_median_rep\": %.5f,\n"
-            "  \"ci95_rel_worst\": {\"scan\": %.5f, \"filter\": %.5f, \"agg\": %.5f},\n"
-            "  \"sampled_run_vs_full_run_worst\": {\"scan\": %.5f, \"filter\": %.5f, \"agg\": %.5f},\n"
-            "  \"full_agg_vs_untimed_wall_last\": %.5f,\n"
-            "  \"for_target\": %.5f,\n"
-            "  \"target_metric\": \"vs full timing of the same calls, worst node, w/o preemption-size intervals\"}\n}\n",
-            outlier_us, worst_err[0], worst_err[1], worst_err[2], worst_raw_any, median_err, worst_ci[0], worst_ci[1], worst_ci[2],
-            worst_cross[0], worst_cross[1], worst_cross[2],
-            last[2].node[2].total_ns / last[0].wall_ns - 1, worst_err_any);
+    fprintf(
+        f,
+        " \"sampled_error\": {\n"
+        "  \"outlier_us\": %.1f,\n"
+        "  \"sampling_error_worst\": {\"scan\": %.5f, \"filter\": %.5f, \"agg\": %.5f},\n"
+        "  \"sampling_error_raw_worst\": %.5f,\n"
+        "  \"sampling_error_median_rep\": %.5f,\n"
+        "  \"ci95_rel_worst\": {\"scan\": %.5f, \"filter\": %.5f, \"agg\": %.5f},\n"
+        "  \"sampled_run_vs_full_run_worst\": {\"scan\": %.5f, \"filter\": %.5f, \"agg\": %.5f},\n"
+        "  \"full_agg_vs_untimed_wall_last\": %.5f,\n"
+        "  \"for_target\": %.5f,\n"
+        "  \"target_metric\": \"vs full timing of the same calls, worst node, w/o preemption-size "
+        "intervals\"}\n}\n",
+        outlier_us, worst_err[0], worst_err[1], worst_err[2], worst_raw_any, median_err,
+        worst_ci[0], worst_ci[1], worst_ci[2], worst_cross[0], worst_cross[1], worst_cross[2],
+        last[2].node[2].total_ns / last[0].wall_ns - 1, worst_err_any);
     fclose(f);
   }
   return 0;

@@ -114,7 +114,6 @@ Sample Bracket() {
   return best;
 }
 
-
 // to_ns(now()) every pause_ns for span_ns, against the reference clock
 // read around it: the largest change of their offset between unpreempted
 // samples (a step), backward steps, and states published meanwhile.
@@ -206,8 +205,9 @@ void FirstUsePublished(benchmark::State& st, double wrong_ppm) {
         },
         v, 7);
     if (!ok || v[1] != 1 || v[6] < 1) {
-      st.SkipWithError("the child failed, or the stated frequency was not used at once, or "
-                       "its cross-check did not happen");
+      st.SkipWithError(
+          "the child failed, or the stated frequency was not used at once, or "
+          "its cross-check did not happen");
       return;
     }
     st.SetIterationTime(v[0]);
@@ -220,8 +220,12 @@ void FirstUsePublished(benchmark::State& st, double wrong_ppm) {
   st.counters["backward_steps"] = backward;
 }
 
-BENCHMARK_CAPTURE(FirstUse, auto, 0)->Name("BM_first_use/auto")->UseManualTime()->Iterations(40);
-BENCHMARK_CAPTURE(FirstUse, system, 1)->Name("BM_first_use/system")->UseManualTime()->Iterations(40);
+BENCHMARK_CAPTURE(FirstUse, auto, 0) -> Name("BM_first_use/auto") -> UseManualTime()
+    -> Iterations(40);
+BENCHMARK_CAPTURE(FirstUse, system, 1)
+    ->Name("BM_first_use/system")
+    ->UseManualTime()
+    ->Iterations(40);
 BENCHMARK_CAPTURE(FirstUse, blocking_20ms, 2)
     ->Name("BM_first_use/blocking_20ms")
     ->UseManualTime()

@@ -65,7 +65,9 @@ bool HaveRdtscp() {
   return (d >> 27) & 1;
 }
 
-void BM_read_rdtsc(benchmark::State& st) { ReadLoop(st, [] { return __rdtsc(); }); }
+void BM_read_rdtsc(benchmark::State& st) {
+  ReadLoop(st, [] { return __rdtsc(); });
+}
 void BM_read_lfence_rdtsc(benchmark::State& st) {
   ReadLoop(st, [] {
     _mm_lfence();
@@ -101,7 +103,9 @@ void BM_read_clock_gettime(benchmark::State& st) {
 void BM_read_steady_clock(benchmark::State& st) {
   ReadLoop(st, [] { return std::chrono::steady_clock::now(); });
 }
-void BM_read_absl_now(benchmark::State& st) { ReadLoop(st, [] { return absl::Now(); }); }
+void BM_read_absl_now(benchmark::State& st) {
+  ReadLoop(st, [] { return absl::Now(); });
+}
 void BM_read_hwy_now(benchmark::State& st) {
   ReadLoop(st, [] { return hwy::platform::Now(); });
 }
@@ -112,12 +116,11 @@ BENCHMARK(BM_read_lfence_rdtsc)->Name("BM_read/lfence_rdtsc");
 BENCHMARK_CAPTURE(BM_read_tickclock_now, tsc, kTsc)->Name("BM_read/tickclock_now/tsc");
 BENCHMARK_CAPTURE(BM_read_tickclock_now_ordered, tsc, kTsc)
     ->Name("BM_read/tickclock_now_ordered/tsc");
-BENCHMARK_CAPTURE(BM_read_tickclock_now, auto, kAuto)->Name("BM_read/tickclock_now/auto");
+BENCHMARK_CAPTURE(BM_read_tickclock_now, auto, kAuto) -> Name("BM_read/tickclock_now/auto");
 BENCHMARK_CAPTURE(BM_read_tickclock_now_ordered, auto, kAuto)
-    ->Name("BM_read/tickclock_now_ordered/auto");
+    -> Name("BM_read/tickclock_now_ordered/auto");
 BENCHMARK(BM_read_clock_gettime<CLOCK_MONOTONIC>)->Name("BM_read/clock_gettime_monotonic");
-BENCHMARK(BM_read_clock_gettime<CLOCK_MONOTONIC_RAW>)
-    ->Name("BM_read/clock_gettime_monotonic_raw");
+BENCHMARK(BM_read_clock_gettime<CLOCK_MONOTONIC_RAW>)->Name("BM_read/clock_gettime_monotonic_raw");
 BENCHMARK(BM_read_clock_gettime<CLOCK_MONOTONIC_COARSE>)
     ->Name("BM_read/clock_gettime_monotonic_coarse");
 BENCHMARK(BM_read_steady_clock)->Name("BM_read/steady_clock");
@@ -142,7 +145,7 @@ void BM_interval_clock_gettime(benchmark::State& st) {
   });
 }
 BENCHMARK_CAPTURE(BM_interval_tickclock, tsc, kTsc)->Name("BM_interval/tickclock/tsc");
-BENCHMARK_CAPTURE(BM_interval_tickclock, auto, kAuto)->Name("BM_interval/tickclock/auto");
+BENCHMARK_CAPTURE(BM_interval_tickclock, auto, kAuto) -> Name("BM_interval/tickclock/auto");
 BENCHMARK(BM_interval_clock_gettime)->Name("BM_interval/clock_gettime_monotonic");
 
 // ---- durations with a bound, sampled timing --------------------------------------
@@ -257,10 +260,10 @@ void BM_conv_double(benchmark::State& st, double seconds) {
 
 constexpr double kSec1 = 1, kDays3 = 3 * 86400.0, kYear1 = 365 * 86400.0,
                  kYears100 = 100 * 365 * 86400.0;
-#define CONV_SET(fn, scheme)                                                   \
-  BENCHMARK_CAPTURE(fn, s1, kSec1)->Name("BM_conv/" scheme "/1s");             \
-  BENCHMARK_CAPTURE(fn, d3, kDays3)->Name("BM_conv/" scheme "/3d");            \
-  BENCHMARK_CAPTURE(fn, y1, kYear1)->Name("BM_conv/" scheme "/1y");            \
+#define CONV_SET(fn, scheme)                                        \
+  BENCHMARK_CAPTURE(fn, s1, kSec1)->Name("BM_conv/" scheme "/1s");  \
+  BENCHMARK_CAPTURE(fn, d3, kDays3)->Name("BM_conv/" scheme "/3d"); \
+  BENCHMARK_CAPTURE(fn, y1, kYear1)->Name("BM_conv/" scheme "/1y"); \
   BENCHMARK_CAPTURE(fn, y100, kYears100)->Name("BM_conv/" scheme "/100y");
 CONV_SET(BM_conv_tickclock, "tickclock")
 CONV_SET(BM_conv_pg, "pg19")

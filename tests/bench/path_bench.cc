@@ -54,7 +54,9 @@ void BM_syscall(benchmark::State& st) {
     return ts.tv_nsec;
   });
 }
-void BM_now(benchmark::State& st) { ReadLoop(st, [] { return tickclock_now(); }); }
+void BM_now(benchmark::State& st) {
+  ReadLoop(st, [] { return tickclock_now(); });
+}
 void BM_now_to_ns(benchmark::State& st) {
   ReadLoop(st, [] { return tickclock_to_ns(tickclock_now()); });
 }
@@ -90,14 +92,18 @@ int Setup(const std::string& p) {
 int main(int argc, char** argv) {
   int out = 1;
   for (int i = 1; i < argc; i++) {
-    if (std::strncmp(argv[i], "--path=", 7) == 0) g_path = argv[i] + 7;
-    else argv[out++] = argv[i];
+    if (std::strncmp(argv[i], "--path=", 7) == 0)
+      g_path = argv[i] + 7;
+    else
+      argv[out++] = argv[i];
   }
   argc = out;
   int want = Setup(g_path);
   if (want == -2) {
-    std::fprintf(stderr, "path_bench: --path=%s: expected counter, os_mapped, counter_mapped or os_syscall\n",
-                 g_path.c_str());
+    std::fprintf(
+        stderr,
+        "path_bench: --path=%s: expected counter, os_mapped, counter_mapped or os_syscall\n",
+        g_path.c_str());
     return 2;
   }
   const tickclock_info* i = tickclock_info_get();

@@ -40,8 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tickclock_freq q;
   memset(&f, 0xA5, sizeof f);  // the decoder must write every field it reports
   tickclock_x86_decode(fuzz_cpuid, &b, &f);
-  if (f.vendor[12] != '\0' || f.brand[48] != '\0' || f.hv_signature[12] != '\0')
-    __builtin_trap();
+  if (f.vendor[12] != '\0' || f.brand[48] != '\0' || f.hv_signature[12] != '\0') __builtin_trap();
   tickclock_x86_freq_leaf15(&f, &q);
   tickclock_x86_freq_leaf16(&f, &q);
   tickclock_x86_freq_hypervisor(&f, &q);

@@ -39,7 +39,8 @@ int fuzz_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf, tickclock_cpuid_regs 
   uint32_t w[4] = {0, 0, 0, 0};
   if (r->n)
     for (int j = 0; j < 4; j++)
-      for (int i = 0; i < 4; i++) w[j] = (w[j] << 8) | r->p[(k * 16 + (uint64_t)(j * 4 + i)) % r->n];
+      for (int i = 0; i < 4; i++)
+        w[j] = (w[j] << 8) | r->p[(k * 16 + (uint64_t)(j * 4 + i)) % r->n];
   out->eax = w[0];
   out->ebx = w[1];
   out->ecx = w[2];
@@ -47,8 +48,8 @@ int fuzz_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf, tickclock_cpuid_regs 
   return 1;
 }
 
-const char *const kClocksources[] = {"tsc", "kvm-clock", "hpet", "xen",
-                                     "hyperv_clocksource_tsc_page", "acpi_pm", ""};
+const char *const kClocksources[] = {
+    "tsc", "kvm-clock", "hpet", "xen", "hyperv_clocksource_tsc_page", "acpi_pm", ""};
 const char *const kAvail[] = {"tsc kvm-clock", "kvm-clock", "tsc hpet acpi_pm", "", "tsc"};
 }  // namespace
 
@@ -74,8 +75,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (sel & 0x40)
     r.str(ev.available_clocksource, sizeof ev.available_clocksource);
   else
-    tkc_strlcpy(ev.available_clocksource, kAvail[r.u8() % 5],
-                       sizeof ev.available_clocksource);
+    tkc_strlcpy(ev.available_clocksource, kAvail[r.u8() % 5], sizeof ev.available_clocksource);
   ev.perf.attempted = 1;
   ev.perf.ok = r.u8() & 1;
   ev.perf.cap_user_time = r.u8() & 1;

@@ -24,8 +24,8 @@ static void check(int ok) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char err[256];
   memset(err, 'x', sizeof err);  // the parser must terminate what it writes
-  unsigned line = tickclock_fixture_parse(reinterpret_cast<const char *>(data), size, "fuzz",
-                                          &fx, err, sizeof err);
+  unsigned line = tickclock_fixture_parse(reinterpret_cast<const char *>(data), size, "fuzz", &fx,
+                                          err, sizeof err);
   if (line != 0) {
     char prefix[32];
     check(memchr(err, '\0', sizeof err) != NULL);

@@ -183,7 +183,8 @@ int main(int argc, char **argv) {
     read_line(CS_DIR "current_clocksource", cs_before, sizeof cs_before);
     read_line(CS_DIR "available_clocksource", avail, sizeof avail);
     /* the other clocksource: hpet if offered, else any other one */
-    if (strstr(avail, "hpet")) snprintf(other, sizeof other, "hpet");
+    if (strstr(avail, "hpet"))
+      snprintf(other, sizeof other, "hpet");
     else {
       char *tok = strtok(avail, " ");
       for (; tok; tok = strtok(NULL, " "))
@@ -204,8 +205,8 @@ int main(int argc, char **argv) {
       if (event_rc == 0) event_rc = write_file(CS_DIR "current_clocksource", first);
       read_line(CS_DIR "current_clocksource", cs_after, sizeof cs_after);
       event_ok = event_rc == 0 && strcmp(cs_during, other) == 0;
-      snprintf(detail, sizeof detail, "clocksource %s -> %s -> %s%s%s", cs_before, cs_during, cs_after,
-               event_rc ? ": " : "", event_rc ? strerror(-event_rc) : "");
+      snprintf(detail, sizeof detail, "clocksource %s -> %s -> %s%s%s", cs_before, cs_during,
+               cs_after, event_rc ? ": " : "", event_rc ? strerror(-event_rc) : "");
     }
   } else if (strcmp(mode, "pr_set_tsc") == 0) {
 #if defined(PR_SET_TSC) && (defined(__x86_64__) || defined(__i386__))
@@ -215,10 +216,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "tkc-events: prctl(PR_SET_TSC, PR_TSC_SIGSEGV) = %d\n", event_rc);
     {
       int rv = tickclock_revalidate();
-      fprintf(stderr, "tkc-events: tickclock_revalidate() = %d, source %s (%s); next: tickclock_now()\n",
+      fprintf(stderr,
+              "tkc-events: tickclock_revalidate() = %d, source %s (%s); next: tickclock_now()\n",
               rv, tickclock_info_get()->source_name, tickclock_info_get()->why);
-      snprintf(detail, sizeof detail, "prctl(PR_SET_TSC, PR_TSC_SIGSEGV) = %d; tickclock_revalidate() = %d",
-               event_rc, rv);
+      snprintf(detail, sizeof detail,
+               "prctl(PR_SET_TSC, PR_TSC_SIGSEGV) = %d; tickclock_revalidate() = %d", event_rc, rv);
       if (rv == TICKCLOCK_SWITCHED) run.switched++;
     }
 #else
@@ -237,15 +239,16 @@ int main(int argc, char **argv) {
   event_error = interval_error(at_event, w1);
   snprintf(src_after, sizeof src_after, "%s", tickclock_info_get()->source_name);
   json_safe(why, sizeof why, tickclock_info_get()->why);
-  printf("TKC-RESULT {\"mode\":\"%s\",\"event_ok\":%s,\"detail\":\"%s\",\"source_before\":\"%s\","
-         "\"source_at_event\":\"%s\",\"source_after\":\"%s\",\"why_after\":\"%s\",\"samples\":%" PRIu64 ",\"backward_steps\":%" PRIu64
-         ",\"worst_interval_error_ns\":%.0f,\"event_interval_error_ns\":%.0f,\"run_error_ns\":%.0f,"
-         "\"largest_gap_ns\":%" PRIu64
-         ",\"event_raw_ns\":%" PRIu64 ",\"rate_error_ppm\":%.3f,\"revalidate_calls\":%" PRIu64
-         ",\"switched\":%" PRIu64 "}\n",
-         mode, event_ok ? "true" : "false", detail, src_before, src_at_event, src_after, why, run.samples, run.backward,
-         run.worst_interval_ns, event_error, interval_error(run.first, w1), run.worst_gap_ns,
-         ev_r1 - ev_r0, rate_ppm, run.reval_calls, run.switched);
+  printf(
+      "TKC-RESULT {\"mode\":\"%s\",\"event_ok\":%s,\"detail\":\"%s\",\"source_before\":\"%s\","
+      "\"source_at_event\":\"%s\",\"source_after\":\"%s\",\"why_after\":\"%s\",\"samples\":%" PRIu64
+      ",\"backward_steps\":%" PRIu64
+      ",\"worst_interval_error_ns\":%.0f,\"event_interval_error_ns\":%.0f,\"run_error_ns\":%.0f,"
+      "\"largest_gap_ns\":%" PRIu64 ",\"event_raw_ns\":%" PRIu64
+      ",\"rate_error_ppm\":%.3f,\"revalidate_calls\":%" PRIu64 ",\"switched\":%" PRIu64 "}\n",
+      mode, event_ok ? "true" : "false", detail, src_before, src_at_event, src_after, why,
+      run.samples, run.backward, run.worst_interval_ns, event_error, interval_error(run.first, w1),
+      run.worst_gap_ns, ev_r1 - ev_r0, rate_ppm, run.reval_calls, run.switched);
   fflush(stdout);
   return run.backward == 0 && event_ok ? 0 : 1;
 }

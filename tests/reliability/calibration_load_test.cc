@@ -1,10 +1,10 @@
 // Calibration (20 ms, the default) against a 1 s reference taken by the
 // test itself (tests/support/sysclock_ref.h: the counter bracketed around
 // CLOCK_MONOTONIC_RAW read through the system call, not the library's
-// calibration, so a scale error in the library cannot cancel out), idle, with the other core saturated by a busy thread, and while another
-// thread flips the calibrating thread between CPUs with sched_setaffinity.
-// The bound asserted is the measured worst case with a wide margin (see
-// the comment at kBoundPpm); every run's figure is printed.
+// calibration, so a scale error in the library cannot cancel out), idle, with the other core
+// saturated by a busy thread, and while another thread flips the calibrating thread between CPUs
+// with sched_setaffinity. The bound asserted is the measured worst case with a wide margin (see the
+// comment at kBoundPpm); every run's figure is printed.
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -47,8 +47,10 @@ double worst(const char *what, const tctest::SysRef &ref) {
     w = std::max(w, std::fabs(p));
     unc = std::max(unc, c.uncertainty_ppm);
   }
-  printf("calibration %-10s worst |ppm| vs 1 s reference: %8.2f  (largest stated uncertainty %.2f ppm)\n",
-         what, w, unc);
+  printf(
+      "calibration %-10s worst |ppm| vs 1 s reference: %8.2f  (largest stated uncertainty %.2f "
+      "ppm)\n",
+      what, w, unc);
   return w;
 }
 }  // namespace

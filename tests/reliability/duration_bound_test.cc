@@ -83,8 +83,8 @@ void time_line() {
   int events = 0, under_os = 0;
   EXPECT(tickclock_init(NULL) == TICKCLOCK_OK);
   const tickclock_info *first = tickclock_info_get();
-  printf("source at first use: %s (%s, %.3f ppm)\n", first->source_name,
-         first->freq_detail, first->uncertainty_ppm);
+  printf("source at first use: %s (%s, %.3f ppm)\n", first->source_name, first->freq_detail,
+         first->uncertainty_ppm);
   for (;;) {
     uint64_t el_ms = (raw_ns() - t_start) / 1000000u;
     if (el_ms >= kTotalMs) break;
@@ -121,9 +121,10 @@ void time_line() {
   (void)m_switch;
   (void)r_switch;
   const tickclock_info *last = tickclock_info_get();
-  printf("time line: %zu readings in %zu bursts, %u states published, CLOCK_MONOTONIC slew "
-         "%.3f ppm\n",
-         rd.size(), burst_start.size(), last->generation, slew_ppm);
+  printf(
+      "time line: %zu readings in %zu bursts, %u states published, CLOCK_MONOTONIC slew "
+      "%.3f ppm\n",
+      rd.size(), burst_start.size(), last->generation, slew_ppm);
 
   // the intervals
   const int n = 20000;
@@ -191,10 +192,11 @@ void time_line() {
   std::sort(ratio_long.begin(), ratio_long.end());
   double median = ratios[ratios.size() / 2];
   double median_long = ratio_long.empty() ? 0 : ratio_long[ratio_long.size() / 2];
-  printf("duration bound: %d intervals (1 us .. 10 s), %d outside bound + brackets, %d span a "
-         "publication, %d a bounded switch; median bound/error %.2f (intervals over 100 ms: %d, "
-         "median %.2f); the most of its bound an error used beyond the brackets: %.3f\n",
-         drawn, violations, spans_pub, spans_bounded, median, long_ones, median_long, worst_frac);
+  printf(
+      "duration bound: %d intervals (1 us .. 10 s), %d outside bound + brackets, %d span a "
+      "publication, %d a bounded switch; median bound/error %.2f (intervals over 100 ms: %d, "
+      "median %.2f); the most of its bound an error used beyond the brackets: %.3f\n",
+      drawn, violations, spans_pub, spans_bounded, median, long_ones, median_long, worst_frac);
   printf("the closest: %s\n", worst);
   fflush(stdout);
   EXPECT(violations == 0);

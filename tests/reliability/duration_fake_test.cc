@@ -226,7 +226,8 @@ TEST_CASE("RDTSC disabled after first use: the switch's step is bounded, not mea
   CHECK(d.bound_ns < 20);
 }
 
-TEST_CASE("a suspend: seen by the rate check, or by the time suspended now; bounded by its length") {
+TEST_CASE(
+    "a suspend: seen by the rate check, or by the time suspended now; bounded by its length") {
   if (fake::no_counter("a suspend")) return;
   for (int counts = 1; counts >= 0; counts--) {
     CAPTURE(counts);
@@ -244,9 +245,9 @@ TEST_CASE("a suspend: seen by the rate check, or by the time suspended now; boun
     REQUIRE(tickclock_duration_get(t0, t1, &d) == TICKCLOCK_OK);
     CHECK((d.flags & TICKCLOCK_DURATION_SPANS_SUSPEND) != 0);
     CHECK(d.bound_ns >= UINT64_C(5000000000));
-    check_within(d, tsc_ns(t0, t1));                           // the counter's count
+    check_within(d, tsc_ns(t0, t1));                          // the counter's count
     check_within(d, tsc_ns(t0, t1) + (counts ? -5e9 : 5e9));  // the other one
-    f.run(UINT64_C(100000000));  // the checks see it
+    f.run(UINT64_C(100000000));                               // the checks see it
     uint64_t t2 = tickclock_now();
     REQUIRE(tickclock_duration_get(t0, t2, &d) == TICKCLOCK_OK);
     CHECK((d.flags & TICKCLOCK_DURATION_SPANS_SUSPEND) != 0);

@@ -177,7 +177,8 @@ TEST_CASE("a suspend-sized forward jump (1 hour) is caught and readings stay mon
   CHECK(tickclock_to_ns(tickclock_now()) >= jumped);
 }
 
-TEST_CASE("clocksource flip (x86: tsc -> hpet), a jump: explicit and periodic re-validation switch") {
+TEST_CASE(
+    "clocksource flip (x86: tsc -> hpet), a jump: explicit and periodic re-validation switch") {
   if (no_counter("a clocksource flip")) return;
   SUBCASE("explicit") {
     Installed f;
@@ -226,10 +227,10 @@ TEST_CASE("clocksource flip (x86: tsc -> hpet), a jump: explicit and periodic re
     CHECK(tickclock_to_ns(t) > 0);
     CHECK(tickclock_info_get()->source == kCnt);
     f.w.offset += f.w.ticks(1000000000);  // the counter jumps by 1 s
-    f.w.now_ns += 10000000;             // 15 ms: due
+    f.w.now_ns += 10000000;               // 15 ms: due
     t = tickclock_now();
-    CHECK(tkc_g_source == kCnt);  // tickclock_now checks nothing
-    uint64_t ns = tickclock_to_ns(t);              // this call re-validates
+    CHECK(tkc_g_source == kCnt);       // tickclock_now checks nothing
+    uint64_t ns = tickclock_to_ns(t);  // this call re-validates
     CHECK(tkc_g_source == TICKCLOCK_SOURCE_SYSTEM);
     INFO(tickclock_info_get()->why);
     CHECK(has(tickclock_info_get()->why, "stepped"));
@@ -238,7 +239,8 @@ TEST_CASE("clocksource flip (x86: tsc -> hpet), a jump: explicit and periodic re
   }
 }
 
-TEST_CASE("the kernel renaming tsc-early to tsc is no change of clocksource; tsc-early to hpet is" * doctest::test_suite("x86")) {
+TEST_CASE("the kernel renaming tsc-early to tsc is no change of clocksource; tsc-early to hpet is" *
+          doctest::test_suite("x86")) {
   if (x86_only("tsc-early renamed tsc")) return;
   for (int to_hpet = 0; to_hpet <= 1; to_hpet++) {
     CAPTURE(to_hpet);
@@ -250,12 +252,12 @@ TEST_CASE("the kernel renaming tsc-early to tsc is no change of clocksource; tsc
     REQUIRE(tickclock_info_get()->source == kCnt);
     f.w.clocksource = to_hpet ? "hpet" : "tsc";
     CHECK(tickclock_revalidate() == (to_hpet ? TICKCLOCK_SWITCHED : 0));
-    CHECK(tickclock_info_get()->source ==
-          (to_hpet ? TICKCLOCK_SOURCE_SYSTEM : kCnt));
+    CHECK(tickclock_info_get()->source == (to_hpet ? TICKCLOCK_SOURCE_SYSTEM : kCnt));
   }
 }
 
-TEST_CASE("RDTSC disabled (PR_SET_TSC) after init: re-validation switches before a read traps" * doctest::test_suite("x86")) {
+TEST_CASE("RDTSC disabled (PR_SET_TSC) after init: re-validation switches before a read traps" *
+          doctest::test_suite("x86")) {
   if (x86_only("PR_SET_TSC after init")) return;
   Installed f;
   const tickclock_info *i = f.init();
@@ -283,7 +285,8 @@ TEST_CASE("RDTSC disabled (PR_SET_TSC) after init: re-validation switches before
   CHECK(f.w.syscall_reads > 0);
 }
 
-TEST_CASE("RDTSC disabled before init: the OS clock, the reason says PR_SET_TSC" * doctest::test_suite("x86")) {
+TEST_CASE("RDTSC disabled before init: the OS clock, the reason says PR_SET_TSC" *
+          doctest::test_suite("x86")) {
   if (x86_only("PR_SET_TSC before init")) return;
   Installed f;
   f.w.prctl_mode = TICKCLOCK_PRCTL_SIGSEGV;
@@ -322,7 +325,7 @@ TEST_CASE("re-validation step bound pinned on both sides, after an hour of uptim
       }
       const tickclock_info *i = tickclock_info_get();  // the state the step is judged by
       double cal_err = (double)f.w.hz() / i->hz - 1;   // what its calibration got wrong
-      f.w.now_ns += UINT64_C(1000000000);  // 1 s later, a step
+      f.w.now_ns += UINT64_C(1000000000);              // 1 s later, a step
       double allow = 1e9 * (TICKCLOCK_REVALIDATE_DRIFT_PPM + i->uncertainty_ppm) * 1e-6 +
                      TICKCLOCK_REVALIDATE_DRIFT_ABS_NS - 1e9 * cal_err * sign;
       double step_ns = allow * (outside ? 1.1 : 0.9);
@@ -366,7 +369,7 @@ TEST_CASE("a slow drift that passes every step is caught by the total since init
   REQUIRE(i->source == kCnt);
   int switched_at = -1;
   for (int k = 0; k < 100 && switched_at < 0; k++) {
-    f.w.now_ns += 1000000000;      // a check every second
+    f.w.now_ns += 1000000000;         // a check every second
     f.w.offset += f.w.ticks(120000);  // 120 us of counter time each: inside the step bound
     if (tickclock_revalidate() == TICKCLOCK_SWITCHED) switched_at = k;
   }
@@ -409,7 +412,8 @@ TEST_CASE("a preempted check (every bracket wide) is inconclusive, never a switc
 // 1 ms step; at 21 us it is inconclusive: the same step passes that check
 // unjudged and is caught by the next conclusive one, with the switch's
 // forward step bounded from the last conclusive sample.
-TEST_CASE("a preempted check: 19 us brackets are conclusive, 21 us are not; the step is caught next") {
+TEST_CASE(
+    "a preempted check: 19 us brackets are conclusive, 21 us are not; the step is caught next") {
   if (no_counter("19/21 us brackets")) return;
   REQUIRE(TICKCLOCK_REVALIDATE_MAX_BRACKET_NS == 20000.0);
   for (int wide = 0; wide < 2; wide++) {
@@ -542,7 +546,7 @@ TEST_CASE("re-initialising on the OS clock: one reading continues the unit, no s
     f.w.clocksource = "hpet";  // the kernel rejected the TSC
   else
     f.w.sysfs_missing = 1;  // elsewhere only an unknown verdict refuses the counter
-  f.w.os_cost_ns = 2000;  // a slow clock read (the system call under QEMU)
+  f.w.os_cost_ns = 2000;    // a slow clock read (the system call under QEMU)
   const tickclock_info *first = f.init();
   REQUIRE(first->source == TICKCLOCK_SOURCE_SYSTEM);
   uint64_t t0 = tickclock_now();
@@ -664,7 +668,7 @@ TEST_CASE("quick first calibration, refined x4 up to 1 s, each refinement contin
   CHECK(baselines.back() >= 1000000000);
   const tickclock_info *last = tickclock_info_get();
   CHECK(std::fabs(last->hz / (double)f.w.hz() - 1) < 1e-6);  // within 1 ppm of the fake's rate
-  CHECK(worst_step < 1000);                      // no step over 1 us
+  CHECK(worst_step < 1000);                                  // no step over 1 us
   // and then it stops
   f.w.now_ns += UINT64_C(10000000000);
   (void)tickclock_to_ns(tickclock_now());
@@ -724,5 +728,6 @@ TEST_CASE("a re-calibration at another rate leaves the ns of every earlier tick 
   CHECK(tickclock_to_ns(t1) == ns1);
   uint64_t n2 = f.w.now_ns, t2 = tickclock_now();
   f.w.now_ns += 1000000;
-  CHECK(tickclock_delta_ns(t2, tickclock_now()) == doctest::Approx(1000000.0 + (double)(f.w.now_ns - n2 - 1000000)).epsilon(1e-4));
+  CHECK(tickclock_delta_ns(t2, tickclock_now()) ==
+        doctest::Approx(1000000.0 + (double)(f.w.now_ns - n2 - 1000000)).epsilon(1e-4));
 }

@@ -23,7 +23,6 @@
 #include "tests/support/host_facts.h"
 #include "tests/support/skip.h"
 
-
 namespace {
 using tctest::in_child;
 
@@ -179,7 +178,7 @@ TEST_CASE("RDTSC disabled after init: tickclock_revalidate() switches before the
     EXPECT(strstr(i->why, "PR_SET_TSC") != nullptr);
     uint64_t after = tickclock_to_ns(tickclock_now());  // no trap
     uint64_t r1 = sys_call_ns();
-    EXPECT(after >= before);                            // no backward step
+    EXPECT(after >= before);  // no backward step
     // and no forward step beyond the extrapolation from the last sample:
     // 100 us + (50 ppm + u) of the time since, + its bracket (< 20 us) and
     // 5 us of rate error (the system call read first and last: a preemption

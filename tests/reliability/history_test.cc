@@ -66,7 +66,9 @@ const tickclock_info *skip_find(const tickclock_info *s, uint64_t ticks, int *st
 }
 }  // namespace
 
-TEST_CASE("1. thousands of re-initialisations to the same decision keep the state past TICKCLOCK_COALESCE_AFTER") {
+TEST_CASE(
+    "1. thousands of re-initialisations to the same decision keep the state past "
+    "TICKCLOCK_COALESCE_AFTER") {
   if (fake::no_counter("history case 1")) return;
   start();
   tickclock_config sys = {TICKCLOCK_SOURCE_SYSTEM, 0, 0};
@@ -80,19 +82,22 @@ TEST_CASE("1. thousands of re-initialisations to the same decision keep the stat
   for (int k = 0; k < 3000; k++) {
     g_w.now_ns += 1000000;
     int rc = tickclock_init(NULL);
-    if (rc == TICKCLOCK_ELIMIT) elimit++;
-    else if (rc != TICKCLOCK_OK) other++;
+    if (rc == TICKCLOCK_ELIMIT)
+      elimit++;
+    else if (rc != TICKCLOCK_OK)
+      other++;
   }
   unsigned gen = tickclock_info_get()->generation;
-  MESSAGE("3000 re-initialisations to the same decision: generation " << gen << ", "
-                                                                     << elimit << " ELIMIT");
+  MESSAGE("3000 re-initialisations to the same decision: generation " << gen << ", " << elimit
+                                                                      << " ELIMIT");
   CHECK(elimit == 0);
   CHECK(other == 0);
   CHECK(gen <= TICKCLOCK_COALESCE_AFTER + 16);
   CHECK(tickclock_to_ns(g_first_tick) == g_first_ns);
 }
 
-TEST_CASE("2. 10 000 alternating re-initialisations: TICKCLOCK_ELIMIT at the limit, memory bounded") {
+TEST_CASE(
+    "2. 10 000 alternating re-initialisations: TICKCLOCK_ELIMIT at the limit, memory bounded") {
   if (fake::no_counter("history case 2")) return;
   start();
   tickclock_config sys = {TICKCLOCK_SOURCE_SYSTEM, 0, 0};
@@ -112,12 +117,10 @@ TEST_CASE("2. 10 000 alternating re-initialisations: TICKCLOCK_ELIMIT at the lim
   }
   size_t heap1 = heap_in_use();
   const tickclock_info *last = tickclock_info_get();
-  MESSAGE("10000 alternating re-initialisations: " << ok << " OK, " << elimit
-                                                   << " ELIMIT (from #" << first_elimit
-                                                   << "), generation " << last->generation
-                                                   << ", heap +" << (heap1 - heap0) / 1024
-                                                   << " KiB (" << sizeof(tickclock_info)
-                                                   << " bytes a state)");
+  MESSAGE("10000 alternating re-initialisations: "
+          << ok << " OK, " << elimit << " ELIMIT (from #" << first_elimit << "), generation "
+          << last->generation << ", heap +" << (heap1 - heap0) / 1024 << " KiB ("
+          << sizeof(tickclock_info) << " bytes a state)");
   CHECK(other == 0);
   CHECK(elimit > 0);
   CHECK(last->generation <= TICKCLOCK_MAX_STATES);
@@ -140,7 +143,9 @@ TEST_CASE("2. 10 000 alternating re-initialisations: TICKCLOCK_ELIMIT at the lim
   CHECK(tickclock_to_ns(tickclock_now()) >= before);
 }
 
-TEST_CASE("3. an old tick means what it meant, found through the skips as the linear walk finds it, in O(log^2 n) steps") {
+TEST_CASE(
+    "3. an old tick means what it meant, found through the skips as the linear walk finds it, in "
+    "O(log^2 n) steps") {
   if (fake::no_counter("history case 3")) return;
   start();
   const tickclock_info *s = tickclock_info_get();

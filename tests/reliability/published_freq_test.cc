@@ -146,8 +146,9 @@ TEST_CASE("the ISA's statement of its counter's rate: used by its method, cross-
   CHECK(i->freq_method == st.method);
   CHECK(std::string(i->freq_detail) == st.name);
   CHECK(i->hz == doctest::Approx(stated).epsilon(1e-12));
-  MESSAGE(std::string(fake::isa.arch) << ": " << std::string(st.name) << " " << stated / 1e6 << " MHz, first use "
-                         << f.first_use_ns << " ns of simulated time");
+  MESSAGE(std::string(fake::isa.arch)
+          << ": " << std::string(st.name) << " " << stated / 1e6 << " MHz, first use "
+          << f.first_use_ns << " ns of simulated time");
   const tickclock_freq_candidate *pub = freq(i, st.name);
   REQUIRE(pub != nullptr);
   CHECK(pub->usable == 1);

@@ -17,7 +17,8 @@ namespace {
 std::atomic<int> g_flip(0);
 
 int fake_sysfs(void *, const char *path, char *buf, size_t n) {
-  const char *v = strstr(path, "current") ? (g_flip.load() ? "hpet" : "kvm-clock") : "kvm-clock tsc";
+  const char *v =
+      strstr(path, "current") ? (g_flip.load() ? "hpet" : "kvm-clock") : "kvm-clock tsc";
   tkc_strlcpy(buf, v, n);
   return 1;
 }

@@ -108,8 +108,9 @@ TEST_CASE("secure_getenv: honoured normally, ignored under AT_SECURE") {
   REQUIRE(waitpid(pid, &st, 0) == pid);
   REQUIRE(WIFEXITED(st));
   if (WEXITSTATUS(st) == 77) {
-    tctest::skip("secure_getenv under AT_SECURE: the setgid bit is not honoured here (nosuid "
-                 "mount or user namespace)");
+    tctest::skip(
+        "secure_getenv under AT_SECURE: the setgid bit is not honoured here (nosuid "
+        "mount or user namespace)");
     return;
   }
   CHECK(WEXITSTATUS(st) == 0);

@@ -110,48 +110,55 @@ uint64_t mono_ns() {
 }
 }  // namespace
 
-TEST_CASE("a SIGALRM storm every 100 us calling every async-signal-safe function while the thread mallocs: no deadlock, no allocation, no I/O") {
+TEST_CASE(
+    "a SIGALRM storm every 100 us calling every async-signal-safe function while the thread "
+    "mallocs: no deadlock, no allocation, no I/O") {
   for (int run = 0; run < 3; run++) {
     CAPTURE(run);
-    int st = tctest::in_child([] {
-      for (int k = 0; k < 12; k++) EXPECT(tickclock_init(NULL) == TICKCLOCK_OK);
-      unsigned gen0 = tickclock_info_get()->generation;
-      tctest::handle_alarm(storm_handler, SA_RESTART);
-      tctest::alarm_every(100, 100);
-      uint64_t end = mono_ns() + 1500000000u;  // 1.5 s: refinements and two rate checks
-      unsigned long sink = 0;
-      while (mono_ns() < end) {
-        for (int k = 0; k < 64; k++) {
-          size_t n = 16 + (size_t)((k * 977) % 4000);
-          char *p = static_cast<char *>(malloc(n));
-          if (p == nullptr) _exit(12);
-          memset(p, k, n);
-          sink += (unsigned long)p[n / 2];
-          free(p);
-        }
-      }
-      tctest::alarm_every(0, 0);  // disarmed
-      const tickclock_info *i = tickclock_info_get();
-      fprintf(stderr,
-              "storm: %ld handler calls, %ld backward, %ld forbidden calls in the handler (last kind %d), "
-              "%u publications during it, %lu; %s\n",
-              g_calls.load(), g_backward.load(), g_forbidden.load(), g_forbidden_what.load(),
-              i->generation - gen0, sink, i->why);
-      EXPECT(g_calls.load() > 1000);
-      EXPECT(g_backward.load() == 0);
-      EXPECT(g_forbidden.load() == 0);
-      // on a host whose counter is refined, the handler published some of
-      // them (4-5 natively; a preempted bracket under ThreadSanitizer can
-      // leave one or two for later)
-      if (i->read_path == TICKCLOCK_READ_COUNTER && i->freq_method == TICKCLOCK_FREQ_CALIBRATED)
-        EXPECT(i->generation - gen0 >= 1);
-    }, 30);
+    int st = tctest::in_child(
+        [] {
+          for (int k = 0; k < 12; k++) EXPECT(tickclock_init(NULL) == TICKCLOCK_OK);
+          unsigned gen0 = tickclock_info_get()->generation;
+          tctest::handle_alarm(storm_handler, SA_RESTART);
+          tctest::alarm_every(100, 100);
+          uint64_t end = mono_ns() + 1500000000u;  // 1.5 s: refinements and two rate checks
+          unsigned long sink = 0;
+          while (mono_ns() < end) {
+            for (int k = 0; k < 64; k++) {
+              size_t n = 16 + (size_t)((k * 977) % 4000);
+              char *p = static_cast<char *>(malloc(n));
+              if (p == nullptr) _exit(12);
+              memset(p, k, n);
+              sink += (unsigned long)p[n / 2];
+              free(p);
+            }
+          }
+          tctest::alarm_every(0, 0);  // disarmed
+          const tickclock_info *i = tickclock_info_get();
+          fprintf(stderr,
+                  "storm: %ld handler calls, %ld backward, %ld forbidden calls in the handler "
+                  "(last kind %d), "
+                  "%u publications during it, %lu; %s\n",
+                  g_calls.load(), g_backward.load(), g_forbidden.load(), g_forbidden_what.load(),
+                  i->generation - gen0, sink, i->why);
+          EXPECT(g_calls.load() > 1000);
+          EXPECT(g_backward.load() == 0);
+          EXPECT(g_forbidden.load() == 0);
+          // on a host whose counter is refined, the handler published some of
+          // them (4-5 natively; a preempted bracket under ThreadSanitizer can
+          // leave one or two for later)
+          if (i->read_path == TICKCLOCK_READ_COUNTER && i->freq_method == TICKCLOCK_FREQ_CALIBRATED)
+            EXPECT(i->generation - gen0 >= 1);
+        },
+        30);
     INFO("hung: " << (st == -1));
     CHECK(st != -1);
     CHECK(WIFEXITED(st));
     CHECK(WEXITSTATUS(st) == 0);
   }
 #if defined(TICKCLOCK_TEST_SANITIZED)
-  MESSAGE("allocation and I/O counts: off under a sanitizer (it owns malloc); its own report checks the handler");
+  MESSAGE(
+      "allocation and I/O counts: off under a sanitizer (it owns malloc); its own report checks "
+      "the handler");
 #endif
 }

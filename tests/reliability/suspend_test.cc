@@ -54,12 +54,14 @@ void publish_perf_page(FakeWorld &w) {
 // The interval of one second of counter time, converted now.
 int64_t one_second(const FakeWorld &w) {
   uint64_t t0 = tickclock_now();
-  return tickclock_delta_ns(t0, t0 + w.ticks_at(UINT64_C(2000000000)) - w.ticks_at(UINT64_C(1000000000)));
+  return tickclock_delta_ns(
+      t0, t0 + w.ticks_at(UINT64_C(2000000000)) - w.ticks_at(UINT64_C(1000000000)));
 }
 }  // namespace
 
-TEST_CASE("a published frequency whose cross-check spans a suspend is kept, not replaced by the suspend" *
-          doctest::test_suite("x86")) {
+TEST_CASE(
+    "a published frequency whose cross-check spans a suspend is kept, not replaced by the suspend" *
+    doctest::test_suite("x86")) {
   for (int counts = 1; counts >= 0; counts--) {
     CAPTURE(counts);
     World f;
@@ -68,20 +70,21 @@ TEST_CASE("a published frequency whose cross-check spans a suspend is kept, not 
     const tickclock_info *i = f.start();
     REQUIRE(i->source == kCnt);
     REQUIRE(i->freq_pending_check == 1);
-    f.w.now_ns += 300000;                   // 0.3 ms awake
-    f.w.suspend(UINT64_C(20000000000));     // 20 s suspended
-    CHECK(f.run(UINT64_C(2000000000)));     // 2 s awake, converting every ms
+    f.w.now_ns += 300000;                // 0.3 ms awake
+    f.w.suspend(UINT64_C(20000000000));  // 20 s suspended
+    CHECK(f.run(UINT64_C(2000000000)));  // 2 s awake, converting every ms
     i = tickclock_info_get();
     INFO(i->why);
     CHECK(i->source == kCnt);
     CHECK(i->freq_pending_check == 0);
     CHECK(std::fabs(ppm_off(i, (double)f.w.hz())) < 1.0);
-    CHECK(i->uncertainty_ppm >= 0.01);  // never 0.000
+    CHECK(i->uncertainty_ppm >= 0.01);                       // never 0.000
     CHECK(std::llabs(one_second(f.w) - 1000000000) < 1000);  // 1 ppm
   }
 }
 
-TEST_CASE("a calibrated rate whose refinement spans a suspend goes on refining from a fresh bracket") {
+TEST_CASE(
+    "a calibrated rate whose refinement spans a suspend goes on refining from a fresh bracket") {
   if (fake::calibrated_first("a refinement across a suspend")) return;
   for (int counts = 1; counts >= 0; counts--) {
     CAPTURE(counts);
@@ -91,9 +94,9 @@ TEST_CASE("a calibrated rate whose refinement spans a suspend goes on refining f
     REQUIRE(i->source == kCnt);
     REQUIRE(i->freq_method == TICKCLOCK_FREQ_CALIBRATED);
     double quick = i->uncertainty_ppm;
-    f.w.now_ns += 2000000;                // 2 ms: before the 4 ms refinement
-    f.w.suspend(UINT64_C(20000000000));   // 20 s suspended
-    CHECK(f.run(UINT64_C(3000000000)));   // 3 s awake
+    f.w.now_ns += 2000000;               // 2 ms: before the 4 ms refinement
+    f.w.suspend(UINT64_C(20000000000));  // 20 s suspended
+    CHECK(f.run(UINT64_C(3000000000)));  // 3 s awake
     i = tickclock_info_get();
     INFO(i->why);
     CHECK(i->source == kCnt);
@@ -128,14 +131,15 @@ TEST_CASE("the rate check across a suspend keeps a counter that counted it, or d
   }
 }
 
-TEST_CASE("a counter that jumped across a suspend by neither the awake nor the whole time is left") {
+TEST_CASE(
+    "a counter that jumped across a suspend by neither the awake nor the whole time is left") {
   if (fake::no_counter("a jump across a suspend")) return;
   World f;
   const tickclock_info *i = f.start();
   REQUIRE(i->source == kCnt);
   CHECK(f.run(UINT64_C(2000000000), 10000000));
   f.w.suspend(UINT64_C(20000000000));
-  f.w.offset += f.w.ticks(5000000000);  // 5 s more than it counted
+  f.w.offset += f.w.ticks(5000000000);           // 5 s more than it counted
   CHECK(f.run(UINT64_C(1500000000), 10000000));  // never backward, whatever happens
   i = tickclock_info_get();
   INFO(i->why);
@@ -174,18 +178,18 @@ double detect_s(double ppm, double limit_s) {
 
 TEST_CASE("the default rate check leaves a counter whose rate changed: how fast") {
   if (fake::no_counter("the default rate check")) return;
-  if (fake::isa.always_stated &&
-      fake::skipped("the default rate check", "on a published rate (the TOD's architectural "
-                                              "4096 MHz) a +100 ppm rate change after the "
-                                              "rate's cross-check is re-calibrated, not left "
-                                              "within 10 s: an open defect of the policy for "
-                                              "published rates"))
+  if (fake::isa.always_stated && fake::skipped("the default rate check",
+                                               "on a published rate (the TOD's architectural "
+                                               "4096 MHz) a +100 ppm rate change after the "
+                                               "rate's cross-check is re-calibrated, not left "
+                                               "within 10 s: an open defect of the policy for "
+                                               "published rates"))
     return;
   double s1000 = detect_s(1000, 5), s100 = detect_s(100, 10), sneg = detect_s(-1000, 5);
   double s20 = detect_s(20, 20);
   MESSAGE("rate change +1000 ppm left after " << s1000 << " s, -1000 ppm after " << sneg
-                                               << " s, +100 ppm after " << s100
-                                               << " s, +20 ppm: " << s20);
+                                              << " s, +100 ppm after " << s100
+                                              << " s, +20 ppm: " << s20);
   // the header's figures: about 1.2 s for 1000 ppm, about 4 s for 100 ppm
   CHECK(s1000 > 0);
   CHECK(s1000 <= 1.2);
@@ -214,7 +218,7 @@ TEST_CASE("slow and fast counters refine to the end: 19.2 MHz to 3 GHz") {
   struct Rate {
     uint64_t num, den;
     double hz;
-  } rates[] = {{24, 1250, 19.2e6}, {24, 1000, 24e6},  {25, 1000, 25e6},
+  } rates[] = {{24, 1250, 19.2e6},  {24, 1000, 24e6}, {25, 1000, 25e6},
                {125, 2000, 62.5e6}, {1, 1, 1e9},      {3, 1, 3e9}};
   for (const Rate &r : rates) {
     CAPTURE(r.hz);
@@ -228,8 +232,8 @@ TEST_CASE("slow and fast counters refine to the end: 19.2 MHz to 3 GHz") {
     i = tickclock_info_get();
     INFO(i->why);
     MESSAGE((r.hz / 1e6) << " MHz: quick +-" << quick << " ppm, refined to " << i->hz << " Hz +-"
-                       << i->uncertainty_ppm << " ppm over " << (i->baseline_ns / 1e9)
-                       << " s, off by " << ppm_off(i, r.hz) << " ppm");
+                         << i->uncertainty_ppm << " ppm over " << (i->baseline_ns / 1e9)
+                         << " s, off by " << ppm_off(i, r.hz) << " ppm");
     CHECK(i->source == kCnt);
     CHECK(i->baseline_ns >= UINT64_C(1000000000));
     CHECK(i->uncertainty_ppm < 1.0);
@@ -240,9 +244,9 @@ TEST_CASE("slow and fast counters refine to the end: 19.2 MHz to 3 GHz") {
 
 TEST_CASE("a stated 24 MHz is cross-checked and kept on every baseline up to 1 s") {
   if (fake::no_counter("a stated 24 MHz")) return;
-  if (fake::isa.always_stated &&
-      fake::skipped("a stated 24 MHz", "the TOD's rate is architectural (4096 MHz): no TOD "
-                                       "is stated at 24 MHz"))
+  if (fake::isa.always_stated && fake::skipped("a stated 24 MHz",
+                                               "the TOD's rate is architectural (4096 MHz): no TOD "
+                                               "is stated at 24 MHz"))
     return;
   World f;
   f.w.num = 24;
@@ -271,7 +275,8 @@ TEST_CASE("a stated 24 MHz is cross-checked and kept on every baseline up to 1 s
   CHECK(i->hz == 24e6);
 }
 
-TEST_CASE("a suspend inside the first calibration's start bracket: calibrated again, the counter kept") {
+TEST_CASE(
+    "a suspend inside the first calibration's start bracket: calibrated again, the counter kept") {
   if (fake::calibrated_first("a suspend inside the first calibration")) return;
   for (uint64_t call = 1; call <= 4; call++) {
     CAPTURE(call);
@@ -294,9 +299,10 @@ namespace {
 bool no_published_statement(const char *what) {
   if (fake::no_counter(what)) return true;
   return !fake::isa.stated_published && kCnt != TICKCLOCK_SOURCE_TSC &&
-         fake::skipped(what, "this ISA's statement of its counter's rate is the kernel's word "
-                             "(cpuinfo, device tree), calibrated before use: no counter state "
-                             "is published without a calibration's anchor");
+         fake::skipped(what,
+                       "this ISA's statement of its counter's rate is the kernel's word "
+                       "(cpuinfo, device tree), calibrated before use: no counter state "
+                       "is published without a calibration's anchor");
 }
 const tickclock_info *start_unanchored(World &f) {
   if (kCnt == TICKCLOCK_SOURCE_TSC) {
@@ -316,8 +322,10 @@ const tickclock_info *start_unanchored(World &f) {
 }
 }  // namespace
 
-TEST_CASE("a counter state published without an anchor (CLOCK_MONOTONIC_RAW unreadable then) is checked once it can be" *
-          doctest::test_suite("x86")) {
+TEST_CASE(
+    "a counter state published without an anchor (CLOCK_MONOTONIC_RAW unreadable then) is checked "
+    "once it can be" *
+    doctest::test_suite("x86")) {
   World f;
   const tickclock_info *i = start_unanchored(f);
   f.w.prctl_mode = TICKCLOCK_PRCTL_SIGSEGV;  // and RDTSC is disabled for this thread
@@ -329,12 +337,14 @@ TEST_CASE("a counter state published without an anchor (CLOCK_MONOTONIC_RAW unre
   CHECK(i->read_path == TICKCLOCK_READ_OS_SYSCALL);
 }
 
-TEST_CASE("a counter state published without an anchor gets one from tickclock_revalidate(), then its cross-check and checks") {
+TEST_CASE(
+    "a counter state published without an anchor gets one from tickclock_revalidate(), then its "
+    "cross-check and checks") {
   if (no_published_statement("an unanchored state")) return;
   World f;
   const tickclock_info *i = start_unanchored(f);
   CHECK(tickclock_revalidate() == 0);  // anchors
-  CHECK(f.run(UINT64_C(100000000)));  // the cross-check falls due in the conversions
+  CHECK(f.run(UINT64_C(100000000)));   // the cross-check falls due in the conversions
   i = tickclock_info_get();
   INFO(i->why);
   CHECK(i->source == kCnt);

@@ -18,12 +18,12 @@
 
 // Inside a child: a failed expectation prints where and exits 10, which the
 // parent sees as a failure (doctest's checks do not cross fork()).
-#define EXPECT(cond)                                                                    \
-  do {                                                                                  \
-    if (!(cond)) {                                                                      \
+#define EXPECT(cond)                                                                   \
+  do {                                                                                 \
+    if (!(cond)) {                                                                     \
       fprintf(stderr, "child: %s:%d: EXPECT(%s) failed\n", __FILE__, __LINE__, #cond); \
-      _exit(10);                                                                        \
-    }                                                                                   \
+      _exit(10);                                                                       \
+    }                                                                                  \
   } while (0)
 
 namespace tctest {

@@ -39,21 +39,53 @@ struct Isa {
 constexpr Isa isa = {"x86", TICKCLOCK_SOURCE_TSC, "tsc", "hpet", 0, "", false, false, 5, 2};
 #elif defined(__aarch64__)
 // CNTFRQ_EL0, the register firmware programs (0: left unprogrammed)
-constexpr Isa isa = {"aarch64", TICKCLOCK_SOURCE_CNTVCT, "arch_sys_counter", "jiffies",
-                     TICKCLOCK_FREQ_ARCH_REGISTER, "cntfrq_el0", true, false, 5, 2};
+constexpr Isa isa = {"aarch64",
+                     TICKCLOCK_SOURCE_CNTVCT,
+                     "arch_sys_counter",
+                     "jiffies",
+                     TICKCLOCK_FREQ_ARCH_REGISTER,
+                     "cntfrq_el0",
+                     true,
+                     false,
+                     5,
+                     2};
 #elif defined(__powerpc64__)
 // "timebase" in /proc/cpuinfo: the kernel's word, calibrated first
-constexpr Isa isa = {"ppc64le", TICKCLOCK_SOURCE_TIMEBASE, "timebase", "jiffies",
-                     TICKCLOCK_FREQ_OS, "cpuinfo_timebase", false, false, 5, 2};
+constexpr Isa isa = {"ppc64le",
+                     TICKCLOCK_SOURCE_TIMEBASE,
+                     "timebase",
+                     "jiffies",
+                     TICKCLOCK_FREQ_OS,
+                     "cpuinfo_timebase",
+                     false,
+                     false,
+                     5,
+                     2};
 #elif defined(__s390x__)
 // The TOD clock's 4096 MHz is architectural: always stated, so the fake
 // TOD runs at 4.096 ticks per ns unless a test breaks it on purpose.
-constexpr Isa isa = {"s390x", TICKCLOCK_SOURCE_TOD, "tod", "jiffies",
-                     TICKCLOCK_FREQ_ARCH_REGISTER, "tod_architecture", true, true, 512, 125};
+constexpr Isa isa = {"s390x",
+                     TICKCLOCK_SOURCE_TOD,
+                     "tod",
+                     "jiffies",
+                     TICKCLOCK_FREQ_ARCH_REGISTER,
+                     "tod_architecture",
+                     true,
+                     true,
+                     512,
+                     125};
 #elif defined(__riscv)
 // the device tree's /cpus/timebase-frequency: the kernel's word, calibrated first
-constexpr Isa isa = {"riscv64", TICKCLOCK_SOURCE_RDTIME, "riscv_clocksource", "jiffies",
-                     TICKCLOCK_FREQ_OS, "device_tree_timebase", false, false, 5, 2};
+constexpr Isa isa = {"riscv64",
+                     TICKCLOCK_SOURCE_RDTIME,
+                     "riscv_clocksource",
+                     "jiffies",
+                     TICKCLOCK_FREQ_OS,
+                     "device_tree_timebase",
+                     false,
+                     false,
+                     5,
+                     2};
 #else
 constexpr Isa isa = {"os_only", 0, "", "", 0, "", false, false, 5, 2};
 #endif
@@ -88,9 +120,7 @@ inline bool skipped(const char *what, const char *why) {
 }
 inline bool no_counter(const char *what) { return skipped(what, no_counter_why()); }
 inline bool x86_only(const char *what) { return skipped(what, x86_only_why()); }
-inline bool calibrated_first(const char *what) {
-  return skipped(what, calibrated_first_why());
-}
+inline bool calibrated_first(const char *what) { return skipped(what, calibrated_first_why()); }
 }  // namespace fake
 
 struct FakeWorld {
@@ -101,7 +131,7 @@ struct FakeWorld {
   // counter: ticks = base + now_ns * num / den + offset (+ per-CPU offset)
   uint64_t base = 0;
   uint64_t num = fake::isa.num, den = fake::isa.den;  // 2.5 GHz (s390x TOD: 4.096 GHz)
-  int64_t offset = 0;         // a jump: added to every later reading
+  int64_t offset = 0;                                 // a jump: added to every later reading
   int64_t cpu_offset[2] = {0, 0};
   int migrate_every_read = 0;  // alternate CPUs on every counter read
   int cpu = 0;
@@ -136,12 +166,12 @@ struct FakeWorld {
   uint32_t perf_shift = 0;
   uint32_t crystal_hz = 0, l15_num = 0, l15_den = 0;
   uint32_t hv_tsc_khz = 0;
-  uint32_t base_mhz = 0;  // leaf 0x16 EAX: a nominal base, not a statement of the TSC rate
+  uint32_t base_mhz = 0;   // leaf 0x16 EAX: a nominal base, not a statement of the TSC rate
   int kvm_stable_bit = 1;  // KVM_FEATURE_CLOCKSOURCE_STABLE_BIT in 0x40000001 EAX
   // CPU
   int invariant = 1, rdtscp = 1, hypervisor = 0;
   uint32_t max_leaf = 0x16, max_ext = 0x80000008;
-  int garbage_hv = 0;      // hypervisor leaves answer with garbage
+  int garbage_hv = 0;        // hypervisor leaves answer with garbage
   int garbage_past_max = 0;  // leaves past the maxima answer with garbage
 
   // Suspend: CLOCK_BOOTTIME - CLOCK_MONOTONIC (suspended_ns) grows by the
@@ -170,7 +200,8 @@ struct FakeWorld {
   // jumps and offsets written in time)
   uint64_t hz() const { return scaled(UINT64_C(1000000000), num, den); }
   int64_t ticks(int64_t ns) const {
-    return ns < 0 ? -(int64_t)scaled((uint64_t)-ns, num, den) : (int64_t)scaled((uint64_t)ns, num, den);
+    return ns < 0 ? -(int64_t)scaled((uint64_t)-ns, num, den)
+                  : (int64_t)scaled((uint64_t)ns, num, den);
   }
   uint64_t ticks_at(uint64_t ns) const {
     uint64_t t = ns + (counts_in_suspend ? suspended : 0), ticks;
@@ -338,8 +369,8 @@ inline const char *no_env(void *, const char *) { return nullptr; }
 // fallback), when the rate is stated.
 inline int find_line(void *ctx, const char *path, const char *prefix, char *buf, size_t n) {
   FakeWorld *w = W(ctx);
-  if (strcmp(path, "/proc/cpuinfo") != 0 || strcmp(prefix, "timebase") != 0 ||
-      w->stated_hz == 0 || isa.stated_method != TICKCLOCK_FREQ_OS)
+  if (strcmp(path, "/proc/cpuinfo") != 0 || strcmp(prefix, "timebase") != 0 || w->stated_hz == 0 ||
+      isa.stated_method != TICKCLOCK_FREQ_OS)
     return 0;
   std::string line = "timebase\t: " + std::to_string(w->stated_hz);
   tkc_strlcpy(buf, line.c_str(), n);

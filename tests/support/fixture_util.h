@@ -66,8 +66,8 @@ struct Parsed {
 inline Parsed parse_text(const std::string &text, const std::string &name) {
   Parsed p;
   char err[512];
-  p.bad_line = tickclock_fixture_parse(text.data(), text.size(), name.c_str(), p.fx.get(), err,
-                                       sizeof err);
+  p.bad_line =
+      tickclock_fixture_parse(text.data(), text.size(), name.c_str(), p.fx.get(), err, sizeof err);
   p.err = err;
   return p;
 }
@@ -116,7 +116,8 @@ inline std::string malformed(const tickclock_info &in) {
     return "frequency method missing";
   if (in.hz_num == 0 || in.hz_den == 0) return "zero frequency";
   if (in.conv.hz_num == 0) return "conversion not initialised";
-  if (in.source == TICKCLOCK_SOURCE_TSC && (in.hz < 1e6 || in.hz > 1e11)) return "tsc hz out of range";
+  if (in.source == TICKCLOCK_SOURCE_TSC && (in.hz < 1e6 || in.hz > 1e11))
+    return "tsc hz out of range";
   if (in.source == TICKCLOCK_SOURCE_SYSTEM && in.hz != 1e9) return "system hz != 1e9";
   int chosen = 0;
   for (unsigned i = 0; i < in.n_candidates; i++) {

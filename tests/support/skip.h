@@ -41,13 +41,13 @@
 // run under it.
 #if defined(TCTEST_ASAN)
 #define TCTEST_SANITIZER_TRAPS_AFTER_PR_SET_TSC 1
-#define TCTEST_SANITIZER_PR_SET_TSC_WHY                                                   \
+#define TCTEST_SANITIZER_PR_SET_TSC_WHY                                                    \
   "AddressSanitizer's own allocator calls the vDSO's clock_gettime, which executes RDTSC " \
   "and traps after PR_SET_TSC"
 #elif defined(TCTEST_TSAN)
 #define TCTEST_SANITIZER_TRAPS_AFTER_PR_SET_TSC 1
-#define TCTEST_SANITIZER_PR_SET_TSC_WHY                                                   \
-  "ThreadSanitizer's runtime traps inside its own fopen/fclose interceptors after "      \
+#define TCTEST_SANITIZER_PR_SET_TSC_WHY                                             \
+  "ThreadSanitizer's runtime traps inside its own fopen/fclose interceptors after " \
   "PR_SET_TSC (a program of prctl and fopen alone dies so)"
 #endif
 
@@ -62,7 +62,7 @@
 #define TCTEST_TSAN_FORK_WAIT_WHY                                                       \
   "this ThreadSanitizer runtime takes its own locks in its fork() interceptor before "  \
   "the fork handlers, which wait for the thread holding the library's lock, which "     \
-  "needs them (a deadlock inside gcc 11's sanitizer runtime; gcc 12's and clang's run "  \
+  "needs them (a deadlock inside gcc 11's sanitizer runtime; gcc 12's and clang's run " \
   "the handlers first)"
 #endif
 

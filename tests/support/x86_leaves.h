@@ -13,7 +13,6 @@
 
 using namespace tctest;
 
-
 namespace x86t {
 
 // A synthetic leaf source that also records which leaves were asked for.
@@ -55,7 +54,7 @@ inline Leaves intel(uint32_t max, uint32_t model, bool hv) {
   l.set(0, max, w("Genu"), w("ntel"), w("ineI"));
   uint32_t eax = ((model >> 4) << 16) | (6u << 8) | ((model & 0xf) << 4) | 3;
   l.set(1, eax, 0, hv ? 0x80000000u : 0, 0x10);  // EDX[4] TSC
-  l.set(7, 0, 0x2, 0, 0);                         // TSC_ADJUST
+  l.set(7, 0, 0x2, 0, 0);                        // TSC_ADJUST
   l.set(0x80000000u, 0x80000008u, 0, 0, 0);
   l.set(0x80000001u, 0, 0, 0, 1u << 27);
   l.set(0x80000007u, 0, 0, 0, 1u << 8);
@@ -69,7 +68,8 @@ inline tickclock_x86_facts decode(Leaves &l) {
 }
 
 // Evidence of a Linux x86 machine with these facts and clocksource.
-inline tickclock_evidence evidence(const tickclock_x86_facts &x, const char *cs, const char *avail) {
+inline tickclock_evidence evidence(const tickclock_x86_facts &x, const char *cs,
+                                   const char *avail) {
   tickclock_evidence ev;
   std::memset(&ev, 0, sizeof ev);
   ev.arch_counter = TICKCLOCK_SOURCE_TSC;
@@ -123,7 +123,9 @@ inline Decision decide(const tickclock_evidence &edited) {
   return d;
 }
 
-inline bool contains(const std::string &s, const char *sub) { return s.find(sub) != std::string::npos; }
+inline bool contains(const std::string &s, const char *sub) {
+  return s.find(sub) != std::string::npos;
+}
 
 // Calibration placed so that a source of exactly hz disagrees with it by
 // ppm_tenths / 10 ppm: cal = hz * 1e7 / (1e7 + ppm_tenths).

@@ -69,8 +69,8 @@ bool has_word(const std::string &list, const std::string &w) {
   size_t p = 0;
   while ((p = list.find(w, p)) != std::string::npos) {
     bool start = p == 0 || list[p - 1] == ' ';
-    bool end = p + w.size() == list.size() || list[p + w.size()] == ' ' ||
-               list[p + w.size()] == '\n';
+    bool end =
+        p + w.size() == list.size() || list[p + w.size()] == ' ' || list[p + w.size()] == '\n';
     if (start && end) return true;
     p += w.size();
   }
@@ -238,8 +238,10 @@ TEST_CASE("each target chooses its expected source automatically") {
     }
   } else if (kArch == "ppc64le") {
     CHECK(src == "timebase");
-    if (emu) CHECK(method == "calibrated");
-    else CHECK((method == "calibrated" || method == "os"));
+    if (emu)
+      CHECK(method == "calibrated");
+    else
+      CHECK((method == "calibrated" || method == "os"));
   } else if (kArch == "s390x") {
     CHECK(src == "tod");
     CHECK(method == "arch_register");
@@ -247,8 +249,10 @@ TEST_CASE("each target chooses its expected source automatically") {
     CHECK(in->hz_den == 1);
   } else if (kArch == "riscv64") {
     CHECK(src == "rdtime");
-    if (emu) CHECK(method == "calibrated");
-    else CHECK((method == "calibrated" || method == "os"));
+    if (emu)
+      CHECK(method == "calibrated");
+    else
+      CHECK((method == "calibrated" || method == "os"));
   } else if (kArch == "armv7" || kArch == "mips64el") {
     CHECK(src == "system");
     CHECK(in->n_candidates == 1);

@@ -8,12 +8,12 @@
 #include "tickclock.h"
 
 static int failures = 0;
-#define EXPECT(cond)                                                   \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
+#define EXPECT(cond)                                                      \
+  do {                                                                    \
+    if (!(cond)) {                                                        \
       fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                      \
-    }                                                                  \
+      failures++;                                                         \
+    }                                                                     \
   } while (0)
 
 int main(void) {
@@ -79,6 +79,7 @@ int main(void) {
 #endif
   EXPECT(tickclock_init(NULL) == TICKCLOCK_OK);
 
-  if (failures == 0) printf("c_api: all checks passed (source %s)\n", tickclock_info_get()->source_name);
+  if (failures == 0)
+    printf("c_api: all checks passed (source %s)\n", tickclock_info_get()->source_name);
   return failures != 0;
 }

@@ -149,7 +149,8 @@ std::string emulated_counter(int src) {
 #endif
 }
 
-TEST_CASE("cross-thread ordering: a reading taken after acquiring a published reading is never earlier") {
+TEST_CASE(
+    "cross-thread ordering: a reading taken after acquiring a published reading is never earlier") {
   for (int src : runnable_sources()) {
     force(src);
     std::string name = tickclock_source_name(src);
@@ -194,7 +195,8 @@ TEST_CASE("cross-thread ordering: a reading taken after acquiring a published re
       turn.store(0, std::memory_order_release);
     }
     writer.join();
-    CHECK_MESSAGE(violations == 0, violations << " backward observations, worst " << worst << " ticks");
+    CHECK_MESSAGE(violations == 0,
+                  violations << " backward observations, worst " << worst << " ticks");
     if (pinned) sched_setaffinity(0, sizeof saved, &saved);
   }
 }
@@ -300,7 +302,7 @@ TEST_CASE("info explains the choice and every refused candidate") {
 #if defined(__x86_64__) || defined(__i386__)
 namespace {
 uint64_t rdtsc_ordered_fn() { return tkc_x86_rdtsc_ordered(); }
-}
+}  // namespace
 
 TEST_CASE("TSC calibration (20 ms, tightest bracket) agrees with a 1 s reference within 10 ppm") {
   tickclock_evidence ev;

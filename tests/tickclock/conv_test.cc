@@ -139,8 +139,8 @@ void check_ticks_to_ns(const tickclock_conv &c, const Freq &f, uint64_t t) {
     return;
   }
   uint64_t lo = exact.lo;
-  REQUIRE_MESSAGE((got == lo || got == lo + 1), f.name << " t=" << t << " got " << got
-                                                      << " exact floor " << lo);
+  REQUIRE_MESSAGE((got == lo || got == lo + 1),
+                  f.name << " t=" << t << " got " << got << " exact floor " << lo);
   // exact whenever the product is an integer
   if (mul(t, kGiga * f.den) % f.num == 0) REQUIRE_MESSAGE(got == lo, f.name << " t=" << t);
 }
@@ -153,8 +153,8 @@ void check_ns_to_ticks(const tickclock_conv &c, const Freq &f, uint64_t ns) {
     return;
   }
   uint64_t lo = exact.lo;
-  REQUIRE_MESSAGE((got == lo || got == lo + 1), f.name << " ns=" << ns << " got " << got
-                                                      << " exact " << lo);
+  REQUIRE_MESSAGE((got == lo || got == lo + 1),
+                  f.name << " ns=" << ns << " got " << got << " exact " << lo);
 }
 
 // trunc(d * 1e9 / f) for signed d, as a clamped 128-bit value
@@ -192,11 +192,11 @@ std::vector<uint64_t> edge_ticks(const Freq &f) {
   std::vector<uint64_t> v = {0,
                              1,
                              2,
-                             hz,                     // 1 s
-                             hz * day,               // 1 day
-                             hz * day * 3,           // 3 days
-                             hz * day * 13 / 2,      // 6.5 days
-                             hz * day * 365,         // 1 year
+                             hz,                 // 1 s
+                             hz * day,           // 1 day
+                             hz * day * 3,       // 3 days
+                             hz * day * 13 / 2,  // 6.5 days
+                             hz * day * 365,     // 1 year
                              (1ull << 62),
                              (1ull << 63),
                              (1ull << 63) - 1,
@@ -221,12 +221,12 @@ TEST_CASE("conv_init rejects bad frequencies") {
   tickclock_conv c;
   CHECK(tickclock_conv_init(&c, 0, 1) == TICKCLOCK_EINVAL);
   CHECK(tickclock_conv_init(&c, 1, 0) == TICKCLOCK_EINVAL);
-  CHECK(tickclock_conv_init(&c, 1, 2) == TICKCLOCK_EINVAL);                // 0.5 Hz
+  CHECK(tickclock_conv_init(&c, 1, 2) == TICKCLOCK_EINVAL);                       // 0.5 Hz
   CHECK(tickclock_conv_init(&c, 1000000000001000ull, 1000) == TICKCLOCK_EINVAL);  // > 1 THz
-  CHECK(tickclock_conv_init(&c, UINT64_MAX, 1ull << 40) == TICKCLOCK_EINVAL);  // den too big
+  CHECK(tickclock_conv_init(&c, UINT64_MAX, 1ull << 40) == TICKCLOCK_EINVAL);     // den too big
   CHECK(tickclock_conv_init(NULL, 1000, 1) == TICKCLOCK_EINVAL);
-  CHECK(tickclock_conv_init(&c, 1, 1) == TICKCLOCK_OK);                    // 1 Hz
-  CHECK(tickclock_conv_init(&c, 2000, 2) == TICKCLOCK_OK);                 // reduced
+  CHECK(tickclock_conv_init(&c, 1, 1) == TICKCLOCK_OK);     // 1 Hz
+  CHECK(tickclock_conv_init(&c, 2000, 2) == TICKCLOCK_OK);  // reduced
   CHECK(c.hz_num == 1000);
   CHECK(c.hz_den == 1);
 }
@@ -350,7 +350,7 @@ TEST_CASE("cost does not depend on magnitude: no data-dependent slow path") {
   uint64_t century = tickclock_conv_ticks_to_ns(&c, 2100000000ull * 86400ull * 36525ull);
   CHECK(one_s == 1000000000ull);
   CHECK(century == 1000000000ull * 86400ull * 36525ull);
-  const uint64_t freqs[][2] = {{2100000000ull, 1}, {24000000ull, 1}, {1000ull, 1},
+  const uint64_t freqs[][2] = {{2100000000ull, 1},   {24000000ull, 1},   {1000ull, 1},
                                {100000000000ull, 1}, {1920000000ull, 7}, {1000000000ull, 1}};
   for (const auto &f : freqs) {
     CAPTURE(f[0]);
@@ -392,14 +392,14 @@ TEST_CASE("conv_init: the fixed-point fractions are rounded up (hard-coded value
 
 TEST_CASE("conv_init: input limits, each just inside and just outside") {
   tickclock_conv c;
-  const uint64_t T = 1000000000000ull;  // 1 THz
-  CHECK(tickclock_conv_init(&c, 1, 1) == TICKCLOCK_OK);                   // 1 Hz
-  CHECK(tickclock_conv_init(&c, 999999, 1000000) == TICKCLOCK_EINVAL);    // just under 1 Hz
-  CHECK(tickclock_conv_init(&c, 1000001, 1000000) == TICKCLOCK_OK);       // just over 1 Hz
-  CHECK(tickclock_conv_init(&c, T, 1) == TICKCLOCK_OK);                   // 1 THz
-  CHECK(tickclock_conv_init(&c, T + 1, 1) == TICKCLOCK_EINVAL);           // 1 THz + 1 Hz
-  CHECK(tickclock_conv_init(&c, T * 3 + 1, 3) == TICKCLOCK_EINVAL);       // 1 THz + 1/3 Hz
-  CHECK(tickclock_conv_init(&c, T * 3 - 1, 3) == TICKCLOCK_OK);           // 1 THz - 1/3 Hz
+  const uint64_t T = 1000000000000ull;                                  // 1 THz
+  CHECK(tickclock_conv_init(&c, 1, 1) == TICKCLOCK_OK);                 // 1 Hz
+  CHECK(tickclock_conv_init(&c, 999999, 1000000) == TICKCLOCK_EINVAL);  // just under 1 Hz
+  CHECK(tickclock_conv_init(&c, 1000001, 1000000) == TICKCLOCK_OK);     // just over 1 Hz
+  CHECK(tickclock_conv_init(&c, T, 1) == TICKCLOCK_OK);                 // 1 THz
+  CHECK(tickclock_conv_init(&c, T + 1, 1) == TICKCLOCK_EINVAL);         // 1 THz + 1 Hz
+  CHECK(tickclock_conv_init(&c, T * 3 + 1, 3) == TICKCLOCK_EINVAL);     // 1 THz + 1/3 Hz
+  CHECK(tickclock_conv_init(&c, T * 3 - 1, 3) == TICKCLOCK_OK);         // 1 THz - 1/3 Hz
   // the denominator after reduction: 1e9 * den must fit in 64 bits
   const uint64_t dmax = 18446744073ull;
   CHECK(tickclock_conv_init(&c, dmax * 1000 + 1, dmax) == TICKCLOCK_OK);

@@ -62,9 +62,9 @@ struct Gate {
     if (leaf < 0x40010000u) {
       if (max < 1 || !((raw(1, 2) >> 31) & 1)) return false;  // no hypervisor range
       uint32_t base = leaf & ~0xffu;
-      if (leaf == base) return true;                           // the scan
+      if (leaf == base) return true;  // the scan
       uint32_t bmax = raw(base, 0);
-      if (bmax == 0) bmax = base + 1;                          // old KVM
+      if (bmax == 0) bmax = base + 1;  // old KVM
       return bmax >= base && bmax <= base + 0xff && leaf <= bmax;
     }
     return false;

@@ -55,8 +55,8 @@ std::vector<Q> leaves_of_this_cpu() {
   uint32_t r[4];
   ref_cpuid(0, 0, r);
   uint32_t max = r[0];
-  const uint32_t basic[][2] = {{0, 0}, {1, 0}, {6, 0}, {7, 0}, {7, 1}, {0xd, 0}, {0xd, 1},
-                               {0x15, 0}, {0x16, 0}};
+  const uint32_t basic[][2] = {{0, 0},   {1, 0},   {6, 0},    {7, 0},   {7, 1},
+                               {0xd, 0}, {0xd, 1}, {0x15, 0}, {0x16, 0}};
   for (auto &b : basic)
     if (b[0] <= max) q.push_back({b[0], b[1]});
   ref_cpuid(0x80000000u, 0, r);

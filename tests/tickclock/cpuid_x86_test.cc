@@ -43,10 +43,10 @@ TEST_CASE("decoder: vendor, display family/model, feature bits") {
 }
 
 TEST_CASE("decoder: every leaf is gated on the maximum of its range") {
-  Leaves l = intel(0xd, 0x55, false);             // max basic 0xd
-  l.set(0x15, 2, 184, 25000000, 0);               // present but beyond the max
+  Leaves l = intel(0xd, 0x55, false);  // max basic 0xd
+  l.set(0x15, 2, 184, 25000000, 0);    // present but beyond the max
   l.set(0x16, 2600, 3900, 100, 0);
-  l.set(0x80000000u, 0x80000004u, 0, 0, 0);       // 0x80000007 beyond
+  l.set(0x80000000u, 0x80000004u, 0, 0, 0);                          // 0x80000007 beyond
   l.set(0x40000000u, 0x40000010u, w("VMwa"), w("reVM"), w("ware"));  // hv bit clear
   l.set(0x40000010u, 2600000, 1000, 0, 0);
   tickclock_x86_facts f = decode(l);
@@ -376,4 +376,3 @@ TEST_CASE("0x15: the known-crystal table is family 6 only") {
   tickclock_freq fr;
   CHECK_FALSE(tickclock_x86_freq_leaf15(&f, &fr));  // leaf 0x16 is absent (0 base)
 }
-

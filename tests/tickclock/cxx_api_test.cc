@@ -21,10 +21,10 @@
 #include "tickclock.hpp"
 
 // TrivialClock requirements, checked at compile time
-static_assert(std::is_same<tickclock::clock::duration,
-                           std::chrono::duration<tickclock::clock::rep,
-                                                 tickclock::clock::period>>::value,
-              "duration");
+static_assert(
+    std::is_same<tickclock::clock::duration,
+                 std::chrono::duration<tickclock::clock::rep, tickclock::clock::period>>::value,
+    "duration");
 static_assert(std::is_same<tickclock::clock::period, std::nano>::value, "nanosecond period");
 static_assert(std::is_same<tickclock::clock::time_point::clock, tickclock::clock>::value,
               "time_point of this clock");
@@ -99,8 +99,8 @@ TEST_CASE("stopwatch") {
 }
 
 TEST_CASE("clock::from_ticks is tickclock_to_ns of the ticks, on the clock's own scale") {
-  for (uint64_t t : {UINT64_C(0), UINT64_C(1), UINT64_C(12345), UINT64_C(1) << 40,
-                     UINT64_MAX / 4}) {
+  for (uint64_t t :
+       {UINT64_C(0), UINT64_C(1), UINT64_C(12345), UINT64_C(1) << 40, UINT64_MAX / 4}) {
     // A tick beyond the current state's base (UINT64_MAX / 4: nobody took
     // it yet) converts with the state current at the call, and a refinement
     // falling due between two calls changes that state: from_ticks must be

@@ -10,17 +10,17 @@ using namespace tctest;
 
 // ---- documented limits, each pinned just inside and just outside ----------
 
-
-TEST_CASE("limit: agreement bound is 25 ppm + calibration uncertainty + the source's quantisation") {
+TEST_CASE(
+    "limit: agreement bound is 25 ppm + calibration uncertainty + the source's quantisation") {
   tickclock_x86_facts x = crystal_2400();
   struct Case {
     int64_t tenths;  // the crystal's disagreement with calibration, 0.1 ppm
     double cal_unc;
     bool agrees;
   } cases[] = {
-      {+245, 0.0, true},   {+255, 0.0, false}, {-245, 0.0, true},  {-255, 0.0, false},
-      {+255, 1.0, true},   {+265, 1.0, false}, {-255, 1.0, true},  {-265, 1.0, false},
-      {+345, 10.0, true},  {+355, 10.0, false}, {-345, 10.0, true}, {-355, 10.0, false},
+      {+245, 0.0, true},  {+255, 0.0, false},  {-245, 0.0, true},  {-255, 0.0, false},
+      {+255, 1.0, true},  {+265, 1.0, false},  {-255, 1.0, true},  {-265, 1.0, false},
+      {+345, 10.0, true}, {+355, 10.0, false}, {-345, 10.0, true}, {-355, 10.0, false},
   };
   for (const Case &c : cases) {
     CAPTURE(c.tenths);
@@ -135,10 +135,10 @@ TEST_CASE("limit: read-cost rule: a counter read may cost as much as clock_getti
     double counter, os;
     int source;
   } cases[] = {
-      {30.0, 30.0, TICKCLOCK_SOURCE_TSC},    {30.5, 30.0, TICKCLOCK_SOURCE_SYSTEM},
-      {29.5, 30.0, TICKCLOCK_SOURCE_TSC},    {60.5, 30.0, TICKCLOCK_SOURCE_SYSTEM},
-      {900.0, 0.0, TICKCLOCK_SOURCE_TSC},    // clock_gettime not measured: no rule
-      {0.0, 30.0, TICKCLOCK_SOURCE_TSC},     // counter not measured: no rule
+      {30.0, 30.0, TICKCLOCK_SOURCE_TSC}, {30.5, 30.0, TICKCLOCK_SOURCE_SYSTEM},
+      {29.5, 30.0, TICKCLOCK_SOURCE_TSC}, {60.5, 30.0, TICKCLOCK_SOURCE_SYSTEM},
+      {900.0, 0.0, TICKCLOCK_SOURCE_TSC},  // clock_gettime not measured: no rule
+      {0.0, 30.0, TICKCLOCK_SOURCE_TSC},   // counter not measured: no rule
   };
   for (const Case &c : cases) {
     CAPTURE(c.counter);
@@ -152,4 +152,3 @@ TEST_CASE("limit: read-cost rule: a counter read may cost as much as clock_getti
     if (c.source == TICKCLOCK_SOURCE_SYSTEM) CHECK(contains(d.tsc_reason(), "trapped"));
   }
 }
-

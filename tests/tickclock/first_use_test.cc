@@ -163,8 +163,9 @@ TEST_CASE("first use with a stated frequency (a KVM timing leaf): under 1 ms, th
   std::string missing = tsc_required_missing();
   if (!missing.empty() || !hypervisor_bit()) {
     tctest::skip("first use with a stated frequency: " +
-                 (missing.empty() ? std::string("no hypervisor bit here (a KVM leaf is not consulted)")
-                                  : "this host need not choose the TSC (" + missing + ")"));
+                 (missing.empty()
+                      ? std::string("no hypervisor bit here (a KVM leaf is not consulted)")
+                      : "this host need not choose the TSC (" + missing + ")"));
     return;
   }
   g_tsc_khz = measured_tsc_khz();
@@ -209,14 +210,15 @@ namespace {
 // One sample of to_ns(now()) - CLOCK_MONOTONIC: the clock read between two
 // system calls; good when they are close together.
 struct Sample {
-  uint64_t at;     // the system call's time (the bracket's midpoint)
-  double off;      // to_ns(now()) - at
-  double half;     // half the bracket's width
-  unsigned gen;    // the state current after the conversion
+  uint64_t at;   // the system call's time (the bracket's midpoint)
+  double off;    // to_ns(now()) - at
+  double half;   // half the bracket's width
+  unsigned gen;  // the state current after the conversion
 };
 }  // namespace
 
-TEST_CASE("each refinement of the quick calibration: to_ns(now()) - system clock moves under 2 us") {
+TEST_CASE(
+    "each refinement of the quick calibration: to_ns(now()) - system clock moves under 2 us") {
   std::string missing = tsc_required_missing();
   if (!missing.empty()) {
     tctest::skip("refinement steps: this host need not choose the TSC (" + missing + ")");
@@ -285,8 +287,10 @@ TEST_CASE("each refinement of the quick calibration: to_ns(now()) - system clock
             for (size_t j = k + 1; a == nullptr && j < n && s[j].at < when + 20000000; j++)
               if (s[j].at > when + 1200000 && s[j].gen == s[k].gen && s[j].half < 1000) a = &s[j];
             if (a == nullptr || b == nullptr) {  // the host stalled this process around it
-              fprintf(stderr, "publication %u at %+.3f ms: no good sample within 20 ms around it "
-                      "(a stalled process): not judged\n", s[k].gen, (double)(when - s[0].at) * 1e-6);
+              fprintf(stderr,
+                      "publication %u at %+.3f ms: no good sample within 20 ms around it "
+                      "(a stalled process): not judged\n",
+                      s[k].gen, (double)(when - s[0].at) * 1e-6);
               continue;
             }
             judged++;
@@ -309,12 +313,12 @@ TEST_CASE("each refinement of the quick calibration: to_ns(now()) - system clock
         },
         v, 4));
     MESSAGE("refinements (child " << attempt << "): " << v[1] << " publications, " << v[3]
-                            << " judged; worst move beyond the samples' slack " << v[0]
-                            << " ns, final baseline " << v[2] << " ms");
+                                  << " judged; worst move beyond the samples' slack " << v[0]
+                                  << " ns, final baseline " << v[2] << " ms");
     CHECK(v[0] < 2000);
     if (v[3] >= v[1] - 1) break;
   }
-  CHECK(v[1] >= 4);  // baselines x4 from the quick calibration's up to 1 s
+  CHECK(v[1] >= 4);         // baselines x4 from the quick calibration's up to 1 s
   CHECK(v[3] >= v[1] - 1);  // a stalled process may leave one unjudged
   CHECK(v[2] >= 1000);
 }

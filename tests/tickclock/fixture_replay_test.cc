@@ -45,10 +45,10 @@ void replay_one(const std::string &path, Tally *tally) {
   }
   const tickclock_fixture *fx = p.fx.get();
   bool complete = true;
-  for (const char *k : {"expect.vendor", "expect.family", "expect.model", "expect.stepping",
-                        "expect.invariant_tsc", "expect.hypervisor", "expect.tsc_hz",
-                        "expect.tsc_hz.method", "expect.source", "expect.freq",
-                        "expect.refused", "expect.hz", "clocksource"})
+  for (const char *k :
+       {"expect.vendor", "expect.family", "expect.model", "expect.stepping", "expect.invariant_tsc",
+        "expect.hypervisor", "expect.tsc_hz", "expect.tsc_hz.method", "expect.source",
+        "expect.freq", "expect.refused", "expect.hz", "clocksource"})
     if (tickclock_fixture_meta_get(fx, k) == nullptr) {
       FAIL_CHECK("missing # " << k);
       complete = false;
@@ -112,14 +112,14 @@ void replay_one(const std::string &path, Tally *tally) {
     }
   CHECK(refused == words(meta(fx, "expect.refused")));
   if (tally) {
-    if (info->source == TICKCLOCK_SOURCE_TSC) tally->n_tsc++;
-    else tally->n_system++;
+    if (info->source == TICKCLOCK_SOURCE_TSC)
+      tally->n_tsc++;
+    else
+      tally->n_system++;
   }
 }
 
-std::vector<std::string> curated() {
-  return list_cpuid(runfiles_root() + "/tests/fixtures/cpuid");
-}
+std::vector<std::string> curated() { return list_cpuid(runfiles_root() + "/tests/fixtures/cpuid"); }
 
 }  // namespace
 
@@ -140,23 +140,22 @@ TEST_CASE("the curated set covers every hypervisor, vendor and policy rule") {
   Tally t;
   for (const std::string &path : files) replay_one(path, &t);
   // coverage of the curated set
-  for (const char *h : {"KVMKVMKVM", "XenVMMXenVMM", "Microsoft Hv", "VMwareVMware",
-                        "VBoxVBoxVBox"})
+  for (const char *h :
+       {"KVMKVMKVM", "XenVMMXenVMM", "Microsoft Hv", "VMwareVMware", "VBoxVBoxVBox"})
     CHECK_MESSAGE(t.hv_seen.count(h) == 1, "no fixture for hypervisor " << h);
   for (const char *v : {"GenuineIntel", "AuthenticAMD", "HygonGenuine", "CentaurHauls"})
     CHECK_MESSAGE(t.vendors_seen.count(v) == 1, "no fixture for vendor " << v);
   CHECK(t.n_tsc >= 10);
   // the policy fixtures: each rule of the oracle's policy on both sides
-  for (const char *f : {"policy__hyperv-promise__wsl2.cpuid", "policy__read-cost-equal__coffeelake.cpuid",
-                        "policy__read-cost-dearer__coffeelake.cpuid",
-                        "policy__cal-cap-inside__coffeelake.cpuid",
-                        "policy__cal-cap-outside__coffeelake.cpuid",
-                        "policy__perf-page__coffeelake.cpuid",
-                        "policy__agree-inside__coffeelake.cpuid",
-                        "policy__agree-outside__coffeelake.cpuid"}) {
+  for (const char *f :
+       {"policy__hyperv-promise__wsl2.cpuid", "policy__read-cost-equal__coffeelake.cpuid",
+        "policy__read-cost-dearer__coffeelake.cpuid", "policy__cal-cap-inside__coffeelake.cpuid",
+        "policy__cal-cap-outside__coffeelake.cpuid", "policy__perf-page__coffeelake.cpuid",
+        "policy__agree-inside__coffeelake.cpuid", "policy__agree-outside__coffeelake.cpuid"}) {
     bool found = false;
     for (const std::string &path : files)
-      if (path.size() >= std::strlen(f) && path.compare(path.size() - std::strlen(f), std::string::npos, f) == 0)
+      if (path.size() >= std::strlen(f) &&
+          path.compare(path.size() - std::strlen(f), std::string::npos, f) == 0)
         found = true;
     CHECK_MESSAGE(found, "missing policy fixture " << f);
   }

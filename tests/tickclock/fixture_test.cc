@@ -99,9 +99,10 @@ TEST_CASE("fixture evidence: metadata keys") {
   CHECK(ev.tsc_prctl == TICKCLOCK_PRCTL_ENABLED);
 
   // NUM/DEN, no ppm (default 1), no clocksource (Linux checks off)
-  Parsed q = parse_text("# calibration_hz: 7000000000/3\n"
-                        "00000000 00000000 0000000d 756e6547 6c65746e 49656e69\n",
-                        "q.cpuid");
+  Parsed q = parse_text(
+      "# calibration_hz: 7000000000/3\n"
+      "00000000 00000000 0000000d 756e6547 6c65746e 49656e69\n",
+      "q.cpuid");
   REQUIRE(q.bad_line == 0);
   tickclock_fixture_evidence(q.fx.get(), &ev);
   CHECK(ev.cal.hz_num == UINT64_C(7000000000));
@@ -129,4 +130,3 @@ TEST_CASE("fixture evidence: metadata keys") {
   tickclock_fixture_evidence(n.fx.get(), &ev);
   CHECK(ev.x86.have_cpuid == 0);
 }
-

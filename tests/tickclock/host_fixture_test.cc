@@ -30,10 +30,10 @@ const char *const kHosts[] = {
 std::string host_dir() { return runfiles_root() + "/tests/fixtures/hosts"; }
 
 struct Expect {
-  const char *source;     // expect.source
-  const char *freq;       // expect.freq
-  const char *verdict;    // validate.verdict
-  const char *pr_set_tsc; // observed.pr_set_tsc_traps
+  const char *source;      // expect.source
+  const char *freq;        // expect.freq
+  const char *verdict;     // validate.verdict
+  const char *pr_set_tsc;  // observed.pr_set_tsc_traps
 };
 
 void replay(const char *name, const Expect &want) {
@@ -45,17 +45,17 @@ void replay(const char *name, const Expect &want) {
   REQUIRE_MESSAGE(p.bad_line == 0, p.err);
   const tickclock_fixture *fx = p.fx.get();
   // the metadata every host fixture carries
-  for (const char *k : {"host", "kernel", "clocksource", "available_clocksource", "validate.verdict",
-                        "observed.drift_ppm", "observed.warp_backward", "observed.monotonic_backward",
-                        "observed.pr_set_tsc_traps", "read_ns.system", "read_ns.tsc",
-                        "expect.source", "expect.freq"})
+  for (const char *k : {"host", "kernel", "clocksource", "available_clocksource",
+                        "validate.verdict", "observed.drift_ppm", "observed.warp_backward",
+                        "observed.monotonic_backward", "observed.pr_set_tsc_traps",
+                        "read_ns.system", "read_ns.tsc", "expect.source", "expect.freq"})
     REQUIRE_MESSAGE(tickclock_fixture_meta_get(fx, k) != nullptr, "missing # " << k);
   // what the file says is what this test expects (a changed file must
   // change the test too)
   CHECK(meta(fx, "expect.source") == want.source);
   CHECK(meta(fx, "expect.freq") == want.freq);
   CHECK(meta(fx, "validate.verdict") == want.verdict);  // "unknown (not recorded)" where so
-  CHECK(meta(fx, "host").size() > 20);  // says what the machine is
+  CHECK(meta(fx, "host").size() > 20);                  // says what the machine is
   CHECK(meta(fx, "observed.pr_set_tsc_traps") == want.pr_set_tsc);
   // a warp or a backward step can never go with a pass
   if (meta(fx, "validate.verdict") == "pass") {
@@ -71,7 +71,8 @@ void replay(const char *name, const Expect &want) {
   CHECK_MESSAGE(malformed(*info) == "", malformed(*info));
   CHECK(std::string(info->source_name) == want.source);
   CHECK(std::string(info->freq_detail) == want.freq);
-  MESSAGE((std::string(name) + ": " + info->source_name + " (" + info->freq_detail + "): " + info->why));
+  MESSAGE((std::string(name) + ": " + info->source_name + " (" + info->freq_detail +
+           "): " + info->why));
   if (info->source == TICKCLOCK_SOURCE_TSC) {
     // the calibrated rational is the frequency used, exactly
     uint64_t n = 0, d = 0;
@@ -118,7 +119,8 @@ TEST_CASE("host: AMD 0x1a/0x2 under KVM, clocksource tsc: the TSC by calibration
 
 TEST_CASE("host: Intel 6/0xCF under Firecracker/KVM, clocksource tsc: the TSC by calibration") {
   // reconstructed (no dump was kept there): the choice from the recorded facts
-  replay("firecracker-intel-06-cf-tsc.cpuid", {"tsc", "calibration", "unknown (not recorded)", "yes"});
+  replay("firecracker-intel-06-cf-tsc.cpuid",
+         {"tsc", "calibration", "unknown (not recorded)", "yes"});
 }
 
 // The emulated guests' fixtures: what `tickclock-probe validate` recorded
@@ -137,7 +139,8 @@ std::set<std::string> emulated_fixtures() {
   return out;
 }
 
-TEST_CASE("emulated guests (ci/guest, QEMU system emulation): each replays to its recorded choice") {
+TEST_CASE(
+    "emulated guests (ci/guest, QEMU system emulation): each replays to its recorded choice") {
   std::set<std::string> guests = emulated_fixtures();
   for (const std::string &name : guests) {
     CAPTURE(name);
@@ -152,7 +155,8 @@ TEST_CASE("emulated guests (ci/guest, QEMU system emulation): each replays to it
     CHECK(meta(fx, "validate.verdict") == "pass");
     // copies: the Expect fields point into them
     std::string src = meta(fx, "expect.source"), freq = meta(fx, "expect.freq");
-    std::string verdict = meta(fx, "validate.verdict"), traps = meta(fx, "observed.pr_set_tsc_traps");
+    std::string verdict = meta(fx, "validate.verdict"),
+                traps = meta(fx, "observed.pr_set_tsc_traps");
     replay(name.c_str(), {src.c_str(), freq.c_str(), verdict.c_str(), traps.c_str()});
   }
 }

@@ -96,10 +96,9 @@ void fake_sleep(void *, uint64_t ns) {
 }
 const char *fake_getenv(void *, const char *) { return nullptr; }
 
-const tickclock_platform kFake = {nullptr,    fake_cpuid,   fake_read_line, fake_prctl,
-                                  fake_perf,  fake_counter, fake_counter,   fake_raw,
-                                  fake_os,    nullptr,      nullptr,        fake_sleep,
-                                  fake_getenv};
+const tickclock_platform kFake = {nullptr,      fake_cpuid,   fake_read_line, fake_prctl, fake_perf,
+                                  fake_counter, fake_counter, fake_raw,       fake_os,    nullptr,
+                                  nullptr,      fake_sleep,   fake_getenv};
 
 uint64_t rd() { return fake_counter(nullptr); }
 
@@ -132,10 +131,13 @@ TEST_CASE("calibration: midpoints, exact frequency and the stated bound (by hand
   CHECK(cal.ns < UINT64_C(20020000));
   // ((6000 + 18000) / 2 + 2 ticks of quantum) / (3 N) + 2 / N, in ppm
   double n = (double)cal.ns;
-  CHECK(cal.uncertainty_ppm == doctest::Approx((12002.0 / (3.0 * n) + 2.0 / n) * 1e6).epsilon(1e-12));
+  CHECK(cal.uncertainty_ppm ==
+        doctest::Approx((12002.0 / (3.0 * n) + 2.0 / n) * 1e6).epsilon(1e-12));
 }
 
-TEST_CASE("calibration: the quick one lengthens x4 until under 50 ppm; an asked one is capped at 1000 ms") {
+TEST_CASE(
+    "calibration: the quick one lengthens x4 until under 50 ppm; an asked one is capped at 1000 "
+    "ms") {
   Installed p;
   tickclock_calibration cal;
   // brackets 6000 ticks wide at 3 GHz: 1 ms gives ~2000 ppm, 4 ms ~500,
@@ -186,7 +188,9 @@ const tickclock_info *init_then_freeze() {
 
 }  // namespace
 
-TEST_CASE("re-validation: bound = elapsed * (50 ppm + uncertainty) + 100 us + half the anchor bracket, both signs") {
+TEST_CASE(
+    "re-validation: bound = elapsed * (50 ppm + uncertainty) + 100 us + half the anchor bracket, "
+    "both signs") {
   Installed p;
   const tickclock_info *first = init_then_freeze();
   double u = first->uncertainty_ppm;
@@ -232,8 +236,9 @@ TEST_CASE("re-validation: bound = elapsed * (50 ppm + uncertainty) + 100 us + ha
           // 100 us and the anchor bracket (2000 ns): no further forward step
           uint64_t now_ns = after->base_ns;  // where the OS clock's readings start
           double step = (double)(int64_t)(now_ns - last);
-          double allow = (double)c.elapsed_ns + (sign > 0 ? bound + 500.0 : bound - 100000.0 - 1000.0) +
-                         100000.0 + 2000.0 + 10.0;
+          double allow = (double)c.elapsed_ns +
+                         (sign > 0 ? bound + 500.0 : bound - 100000.0 - 1000.0) + 100000.0 +
+                         2000.0 + 10.0;
           CAPTURE(step);
           CAPTURE(allow);
           CHECK(now_ns >= last);

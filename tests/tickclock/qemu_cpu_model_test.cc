@@ -1,8 +1,9 @@
 // The decision under QEMU's x86-64 CPU models, and the CPUID
 // gating it rests on, on whatever x86-64 CPU runs it.
 //
-//   bazel test --config=x86_64_qemu --test_env=QEMU_CPU=Nehalem //tests/tickclock:qemu_cpu_model_test
-//   ci/cpu-models        (every model, one PASS/FAIL line each)
+//   bazel test --config=x86_64_qemu --test_env=QEMU_CPU=Nehalem
+//   //tests/tickclock:qemu_cpu_model_test ci/cpu-models        (every model, one PASS/FAIL line
+//   each)
 //
 // Everywhere (host CPU too): the decoder asks for no basic leaf above leaf
 // 0's maximum and no extended leaf above 0x80000000's (QEMU and real CPUs
@@ -117,8 +118,9 @@ TEST_CASE("the library never executes RDTSCP (observed where RDTSCP raises SIGIL
   Recorder rec;
   tickclock_x86_facts x = decode(&rec);
   if (x.rdtscp) {
-    tctest::skip("library executes no RDTSCP: RDTSCP exists on this CPU, so a stray one would "
-                 "not trap (observed under qemu-x86_64 -cpu qemu64, Nehalem, max,-rdtscp)");
+    tctest::skip(
+        "library executes no RDTSCP: RDTSCP exists on this CPU, so a stray one would "
+        "not trap (observed under qemu-x86_64 -cpu qemu64, Nehalem, max,-rdtscp)");
     return;
   }
   // control: on this CPU a raw RDTSCP kills the process with SIGILL

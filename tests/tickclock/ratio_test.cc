@@ -46,7 +46,9 @@ U128 mul(U128 a, uint64_t b) {
   REQUIRE(r.hi >= lo.hi);
   return r;
 }
-long double to_ld(U128 v) { return (long double)v.hi * 18446744073709551616.0L + (long double)v.lo; }
+long double to_ld(U128 v) {
+  return (long double)v.hi * 18446744073709551616.0L + (long double)v.lo;
+}
 
 uint64_t gcd(uint64_t a, uint64_t b) {
   while (b) {
@@ -140,9 +142,8 @@ const Hz kHz[] = {
     {"100 GHz", 100000000000ull, 1},
 };
 const uint64_t kMs = 1000000ull, kS = 1000 * kMs;
-const uint64_t kBaselines[] = {1000,      kMs,       4 * kMs,  16 * kMs,   64 * kMs,
-                               256 * kMs, kS,        10 * kS,  600 * kS,   3600 * kS,
-                               86400 * kS, 7 * 86400 * kS};
+const uint64_t kBaselines[] = {1000, kMs,     4 * kMs,  16 * kMs,  64 * kMs,   256 * kMs,
+                               kS,   10 * kS, 600 * kS, 3600 * kS, 86400 * kS, 7 * 86400 * kS};
 const int64_t kJitter[] = {0, 1, -1, 3, -3, 7};
 
 }  // namespace
@@ -204,11 +205,11 @@ TEST_CASE("tkc_ratio_hz: extremes of the range (ticks and ns up to 2^63)") {
   // 1 kHz over 2^63 ns (292 years) and 100 GHz over 2^63 ticks (3 years)
   check(ticks_for(1000, 1, big - 1), big - 1);
   check(big - 1, big / 1000 * 10 - 12345);  // ~100 GHz
-  check(big - 3, big - 5);  // ~1 GHz
-  check(3, 1000003);  // ~3 kHz, short baseline
-  check(1000, 1000);  // 1 GHz over 1 us
-  check(100000, 1000);  // 100 GHz over 1 us
-  check(1ull << 62, (1ull << 62) + 1);  // just below 1 GHz
+  check(big - 3, big - 5);                  // ~1 GHz
+  check(3, 1000003);                        // ~3 kHz, short baseline
+  check(1000, 1000);                        // 1 GHz over 1 us
+  check(100000, 1000);                      // 100 GHz over 1 us
+  check(1ull << 62, (1ull << 62) + 1);      // just below 1 GHz
   check(UINT64_MAX / 100, UINT64_MAX / 100 - 1);
 }
 

@@ -97,10 +97,11 @@ TEST_CASE("the 95 % interval covers the true total; the estimate is unbiased") {
     CAPTURE(name);
     Workload w = make(name);
     Result r = trials(w, 1000);
-    printf("sampler %-9s p = 1/32, %zu executions, 1000 trials: coverage %.1f %%, mean relative "
-           "error %+.3f %% (of the measured total %+.3f %%), %.0f timed on average\n",
-           name, kN, 100 * r.coverage, 100 * r.mean_rel_err, 100 * r.mean_rel_err_measured,
-           r.mean_sampled);
+    printf(
+        "sampler %-9s p = 1/32, %zu executions, 1000 trials: coverage %.1f %%, mean relative "
+        "error %+.3f %% (of the measured total %+.3f %%), %.0f timed on average\n",
+        name, kN, 100 * r.coverage, 100 * r.mean_rel_err, 100 * r.mean_rel_err_measured,
+        r.mean_sampled);
     CHECK(r.coverage >= 0.93);
     // unbiased for what it is given (the "measured" workload's durations
     // are off by up to their bound, which the interval covers)

@@ -40,11 +40,11 @@
 extern "C" const char *__tsan_default_options() { return "report_thread_leaks=0"; }
 #endif
 
-#define SKIP_CHILD(why)                            \
-  do {                                             \
-    printf("TICKCLOCK_SKIPPED: %s\n", why);        \
-    fflush(stdout);                                \
-    _exit(77);                                     \
+#define SKIP_CHILD(why)                     \
+  do {                                      \
+    printf("TICKCLOCK_SKIPPED: %s\n", why); \
+    fflush(stdout);                         \
+    _exit(77);                              \
   } while (0)
 
 #if defined(TKC_ARCH_COUNTER)
@@ -148,7 +148,8 @@ bool wait_grandchild(pid_t pid, int limit_ms, int *st) {
 void expect_bracketed(int64_t measured, uint64_t r0a, uint64_t r0b, uint64_t r1a, uint64_t r1b) {
   int64_t lo = (int64_t)(r1a - r0b), hi = (int64_t)(r1b - r0a);
   if (!(measured > 0 && measured > lo - 2000000 && measured < hi + 2000000)) {
-    fprintf(stderr, "child: interval %lld ns outside the reference bracket [%lld, %lld] ns +- 2 ms\n",
+    fprintf(stderr,
+            "child: interval %lld ns outside the reference bracket [%lld, %lld] ns +- 2 ms\n",
             (long long)measured, (long long)lo, (long long)hi);
     _exit(11);
   }
@@ -308,9 +309,12 @@ TEST_CASE("an interval spanning a PR_SET_TSC switch is within 2 ms; no signal") 
     // forward of about 100 us (measured on the development host: 103 us),
     // never more than that bound plus the sample's bracket (at most 20 us)
     // and 5 us of rate error.
-    double allow = TICKCLOCK_REVALIDATE_DRIFT_ABS_NS_ + (50.0 + u) * 1e-6 * (double)dt + 20000.0 + 5000.0;
-    fprintf(stderr, "PR_SET_TSC switch: forward step %lld ns, %llu ns after the last sample (allowed %.0f)\n",
-            (long long)step, (unsigned long long)dt, allow);
+    double allow =
+        TICKCLOCK_REVALIDATE_DRIFT_ABS_NS_ + (50.0 + u) * 1e-6 * (double)dt + 20000.0 + 5000.0;
+    fprintf(
+        stderr,
+        "PR_SET_TSC switch: forward step %lld ns, %llu ns after the last sample (allowed %.0f)\n",
+        (long long)step, (unsigned long long)dt, allow);
     EXPECT((double)step <= allow);
     const tickclock_info *i = tickclock_info_get();
     if (was_counter) EXPECT(i->read_path == TICKCLOCK_READ_OS_SYSCALL);
@@ -371,8 +375,8 @@ TEST_CASE("to_ns(now()) never decreases in one thread while another re-initialis
     const bool switches = !emulated_counter();
     if (!switches) printf("under emulation: re-calibrations only, no switches to the OS clock\n");
     for (int k = 0; k < 20; k++) {
-      tickclock_config cfg = {switches && k % 4 == 1 ? TICKCLOCK_SOURCE_SYSTEM : TICKCLOCK_SOURCE_AUTO,
-                              5, 0};
+      tickclock_config cfg = {
+          switches && k % 4 == 1 ? TICKCLOCK_SOURCE_SYSTEM : TICKCLOCK_SOURCE_AUTO, 5, 0};
       EXPECT(tickclock_init(&cfg) == TICKCLOCK_OK);
       sleep_ms(2);
     }
@@ -418,8 +422,9 @@ TEST_CASE("fork() while another thread is in the first initialisation: the child
     sleep_ms(20);
     if (__atomic_load_n(&tkc_g_state, __ATOMIC_ACQUIRE) != NULL) {
       init.join();
-      SKIP_CHILD("fork during the first initialisation: it was over within 20 ms (no counter "
-                 "to calibrate here)");
+      SKIP_CHILD(
+          "fork during the first initialisation: it was over within 20 ms (no counter "
+          "to calibrate here)");
     }
     pid_t pid = fork();
     if (pid == 0) {  // the grandchild: its first read must not hang
@@ -448,64 +453,70 @@ TEST_CASE("fork() while another thread re-initialises: the child works") {
                TCTEST_TSAN_FORK_WAIT_WHY);
   return;
 #endif
-  check_clean(in_child([] {
-    (void)tickclock_now();
-    std::atomic<bool> started(false);
-    std::thread init([&] {
-      tickclock_config cfg = {TKC_ARCH_COUNTER_OR_SYSTEM, 200, 0};
-      started = true;
-      EXPECT(tickclock_init(&cfg) == TICKCLOCK_OK);
-    });
-    while (!started.load()) sleep_ms(1);
-    sleep_ms(20);  // inside its 200 ms calibration
-    fork_and_check("during a re-initialisation in another thread");
-    init.join();
-  }, 30));
+  check_clean(in_child(
+      [] {
+        (void)tickclock_now();
+        std::atomic<bool> started(false);
+        std::thread init([&] {
+          tickclock_config cfg = {TKC_ARCH_COUNTER_OR_SYSTEM, 200, 0};
+          started = true;
+          EXPECT(tickclock_init(&cfg) == TICKCLOCK_OK);
+        });
+        while (!started.load()) sleep_ms(1);
+        sleep_ms(20);  // inside its 200 ms calibration
+        fork_and_check("during a re-initialisation in another thread");
+        init.join();
+      },
+      30));
 }
 
 TEST_CASE("fork() while another thread re-validates or refines: the child works") {
   SUBCASE("during tickclock_revalidate()") {
-    check_clean(in_child([] {
-      (void)tickclock_now();
-      std::atomic<bool> stop(false);
-      std::atomic<long> checks(0);
-      std::thread checker([&] {
-        while (!stop.load()) {
-          int rv = tickclock_revalidate();
-          EXPECT(rv == 0 || rv == TICKCLOCK_SWITCHED);
-          checks++;
-        }
-      });
-      for (int k = 0; k < 10; k++) {
-        sleep_ms(3);
-        fork_and_check("during tickclock_revalidate() in another thread");
-      }
-      stop = true;
-      checker.join();
-      fprintf(stderr, "%ld re-validations around 10 forks\n", checks.load());
-      EXPECT(checks.load() > 10);
-    }, 60));
+    check_clean(in_child(
+        [] {
+          (void)tickclock_now();
+          std::atomic<bool> stop(false);
+          std::atomic<long> checks(0);
+          std::thread checker([&] {
+            while (!stop.load()) {
+              int rv = tickclock_revalidate();
+              EXPECT(rv == 0 || rv == TICKCLOCK_SWITCHED);
+              checks++;
+            }
+          });
+          for (int k = 0; k < 10; k++) {
+            sleep_ms(3);
+            fork_and_check("during tickclock_revalidate() in another thread");
+          }
+          stop = true;
+          checker.join();
+          fprintf(stderr, "%ld re-validations around 10 forks\n", checks.load());
+          EXPECT(checks.load() > 10);
+        },
+        60));
   }
   SUBCASE("during the refinements of the first calibration") {
-    check_clean(in_child([] {
-      (void)tickclock_now();  // a quick calibration, refined x4 up to 1 s
-      unsigned gen0 = tickclock_info_get()->generation;
-      std::atomic<bool> stop(false);
-      std::thread reader([&] {  // the refinements run inside its conversions
-        while (!stop.load()) (void)tickclock_to_ns(tickclock_now());
-      });
-      uint64_t end = sys_ns() + 1300000000u;
-      int forks = 0;
-      while (sys_ns() < end) {
-        fork_and_check("during a refinement in another thread");
-        forks++;
-        sleep_ms(40);
-      }
-      stop = true;
-      reader.join();
-      fprintf(stderr, "%d forks across %u publications\n", forks,
-              tickclock_info_get()->generation - gen0);
-    }, 90));
+    check_clean(in_child(
+        [] {
+          (void)tickclock_now();  // a quick calibration, refined x4 up to 1 s
+          unsigned gen0 = tickclock_info_get()->generation;
+          std::atomic<bool> stop(false);
+          std::thread reader([&] {  // the refinements run inside its conversions
+            while (!stop.load()) (void)tickclock_to_ns(tickclock_now());
+          });
+          uint64_t end = sys_ns() + 1300000000u;
+          int forks = 0;
+          while (sys_ns() < end) {
+            fork_and_check("during a refinement in another thread");
+            forks++;
+            sleep_ms(40);
+          }
+          stop = true;
+          reader.join();
+          fprintf(stderr, "%d forks across %u publications\n", forks,
+                  tickclock_info_get()->generation - gen0);
+        },
+        90));
   }
 }
 
@@ -523,30 +534,32 @@ void fork_in_handler(int) {
 }  // namespace
 
 TEST_CASE("fork() from a signal handler that interrupted the lock holder: the child works") {
-  check_clean(in_child([] {
-    (void)tickclock_now();
-    tctest::handle_alarm(fork_in_handler, SA_RESTART);
-    if (sigsetjmp(g_fork_jmp, 1) != 0) {
-      // the child forked inside the handler, jumped out of the handler and
-      // of the initialisation it interrupted (whose lock it inherited)
-      child_works();
-      _exit(0);
-    }
-    struct itimerval it = {{0, 0}, {0, 20000}};  // once, 20 ms into the re-initialisation
-    setitimer(ITIMER_REAL, &it, nullptr);
-    tickclock_config cfg = {TKC_ARCH_COUNTER_OR_SYSTEM, 200, 0};
-    EXPECT(tickclock_init(&cfg) == TICKCLOCK_OK);
-    for (int k = 0; k < 100 && g_fork_pid.load() == 0; k++) sleep_ms(10);
-    EXPECT(g_fork_pid.load() > 0);
-    int st = 0;
-    if (!wait_grandchild((pid_t)g_fork_pid.load(), 5000, &st)) {
-      fprintf(stderr, "child: the child forked in the handler hung\n");
-      _exit(13);
-    }
-    fprintf(stderr, "the child forked in the handler exited %d, signal %d\n",
-            WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  }, 30));
+  check_clean(in_child(
+      [] {
+        (void)tickclock_now();
+        tctest::handle_alarm(fork_in_handler, SA_RESTART);
+        if (sigsetjmp(g_fork_jmp, 1) != 0) {
+          // the child forked inside the handler, jumped out of the handler and
+          // of the initialisation it interrupted (whose lock it inherited)
+          child_works();
+          _exit(0);
+        }
+        struct itimerval it = {{0, 0}, {0, 20000}};  // once, 20 ms into the re-initialisation
+        setitimer(ITIMER_REAL, &it, nullptr);
+        tickclock_config cfg = {TKC_ARCH_COUNTER_OR_SYSTEM, 200, 0};
+        EXPECT(tickclock_init(&cfg) == TICKCLOCK_OK);
+        for (int k = 0; k < 100 && g_fork_pid.load() == 0; k++) sleep_ms(10);
+        EXPECT(g_fork_pid.load() > 0);
+        int st = 0;
+        if (!wait_grandchild((pid_t)g_fork_pid.load(), 5000, &st)) {
+          fprintf(stderr, "child: the child forked in the handler hung\n");
+          _exit(13);
+        }
+        fprintf(stderr, "the child forked in the handler exited %d, signal %d\n",
+                WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+      },
+      30));
 }
 
 namespace {
@@ -638,8 +651,9 @@ TEST_CASE("a signal handler during an initialisation reads the system clock and 
             g_handler_calls.load(), first_calls, g_handler_busy.load() - busy_before,
             g_handler_worst_off.load(), g_handler_busy.load(), g_handler_not_busy.load());
     if (cfg.source == TICKCLOCK_SOURCE_SYSTEM && first_calls == 0)
-      SKIP_CHILD("signal during the first initialisation: no counter here, it was over before "
-                 "the timer fired");
+      SKIP_CHILD(
+          "signal during the first initialisation: no counter here, it was over before "
+          "the timer fired");
     EXPECT(first_calls > 0);
     EXPECT(g_handler_busy.load() - busy_before > 0 || cfg.source == TICKCLOCK_SOURCE_SYSTEM);
     EXPECT(g_handler_bad.load() == 0);
@@ -649,37 +663,41 @@ TEST_CASE("a signal handler during an initialisation reads the system clock and 
 }
 
 TEST_CASE("re-validation every ms for 2 s with both CPUs busy never switches a healthy counter") {
-  check_clean(in_child([] {
-    if (tickclock_info_get()->read_path != TICKCLOCK_READ_COUNTER)
-      SKIP_CHILD("the counter is not in use here: nothing to re-validate");
-    if (emulated_counter())
-      SKIP_CHILD("re-validation under load: the emulated counter follows the host's NTP-slewed "
-                 "CLOCK_MONOTONIC, which re-validation rightly sees drift from CLOCK_MONOTONIC_RAW");
-    std::atomic<bool> stop(false);
-    std::vector<std::thread> busy;
-    unsigned ncpu = std::thread::hardware_concurrency();
-    for (unsigned k = 0; k < (ncpu ? ncpu : 2); k++)
-      busy.emplace_back([&] {
-        volatile uint64_t x = 0;
-        while (!stop.load(std::memory_order_relaxed)) x = x + 1;
-      });
-    tickclock_revalidate_every(1);
-    uint64_t end = sys_ns() + 2000000000u;
-    int explicit_checks = 0, switched = 0;
-    while (sys_ns() < end) {
-      for (int k = 0; k < 200; k++) (void)tickclock_to_ns(tickclock_now());  // periodic checks
-      if (tickclock_revalidate() != 0) switched++;
-      explicit_checks++;
-      sleep_ms(1);
-    }
-    stop = true;
-    for (auto &t : busy) t.join();
-    const tickclock_info *i = tickclock_info_get();
-    if (switched || i->read_path != TICKCLOCK_READ_COUNTER) fprintf(stderr, "child: %s\n", i->why);
-    fprintf(stderr, "%d explicit checks under load, %d switched\n", explicit_checks, switched);
-    EXPECT(switched == 0);
-    EXPECT(i->read_path == TICKCLOCK_READ_COUNTER);
-  }, 30));
+  check_clean(in_child(
+      [] {
+        if (tickclock_info_get()->read_path != TICKCLOCK_READ_COUNTER)
+          SKIP_CHILD("the counter is not in use here: nothing to re-validate");
+        if (emulated_counter())
+          SKIP_CHILD(
+              "re-validation under load: the emulated counter follows the host's NTP-slewed "
+              "CLOCK_MONOTONIC, which re-validation rightly sees drift from CLOCK_MONOTONIC_RAW");
+        std::atomic<bool> stop(false);
+        std::vector<std::thread> busy;
+        unsigned ncpu = std::thread::hardware_concurrency();
+        for (unsigned k = 0; k < (ncpu ? ncpu : 2); k++)
+          busy.emplace_back([&] {
+            volatile uint64_t x = 0;
+            while (!stop.load(std::memory_order_relaxed)) x = x + 1;
+          });
+        tickclock_revalidate_every(1);
+        uint64_t end = sys_ns() + 2000000000u;
+        int explicit_checks = 0, switched = 0;
+        while (sys_ns() < end) {
+          for (int k = 0; k < 200; k++) (void)tickclock_to_ns(tickclock_now());  // periodic checks
+          if (tickclock_revalidate() != 0) switched++;
+          explicit_checks++;
+          sleep_ms(1);
+        }
+        stop = true;
+        for (auto &t : busy) t.join();
+        const tickclock_info *i = tickclock_info_get();
+        if (switched || i->read_path != TICKCLOCK_READ_COUNTER)
+          fprintf(stderr, "child: %s\n", i->why);
+        fprintf(stderr, "%d explicit checks under load, %d switched\n", explicit_checks, switched);
+        EXPECT(switched == 0);
+        EXPECT(i->read_path == TICKCLOCK_READ_COUNTER);
+      },
+      30));
 }
 
 TEST_CASE("delta_ns is antisymmetric at a difference of exactly 2^63 ticks") {

@@ -110,7 +110,7 @@ TEST_CASE("KVM: CLOCKSOURCE_STABLE_BIT decides where the kernel did not pick the
     tkc_strlcpy(r.ev.clocksource, "kvm-clock", sizeof r.ev.clocksource);
     r.ev.available_known = 1;
     tkc_strlcpy(r.ev.available_clocksource, "kvm-clock tsc acpi_pm",
-                       sizeof r.ev.available_clocksource);
+                sizeof r.ev.available_clocksource);
     r.ev.x86.timing_leaf_valid = 1;
     r.ev.x86.timing_tsc_khz = 2500000;  // the fixture's calibration is 2.5 GHz
     Decision off = decide(r.ev);
@@ -200,7 +200,8 @@ TEST_CASE("the vDSO reads the TSC too: the reasons say what that hides") {
   CHECK_FALSE(contains(plain.tsc_reason(), "vDSO"));  // no kernel clock known to read it
   auto calibration_reason = [](const Decision &d) {
     for (unsigned i = 0; i < d.info->n_freqs; i++)
-      if (std::strcmp(d.info->freqs[i].name, "calibration") == 0) return std::string(d.info->freqs[i].reason);
+      if (std::strcmp(d.info->freqs[i].name, "calibration") == 0)
+        return std::string(d.info->freqs[i].reason);
     return std::string();
   };
   CHECK_FALSE(contains(calibration_reason(plain), "per-CPU offsets"));
@@ -211,7 +212,7 @@ TEST_CASE("the vDSO reads the TSC too: the reasons say what that hides") {
     tkc_strlcpy(r.ev.clocksource, cs, sizeof r.ev.clocksource);
     r.ev.available_known = 1;
     tkc_strlcpy(r.ev.available_clocksource, "tsc kvm-clock hpet",
-                       sizeof r.ev.available_clocksource);
+                sizeof r.ev.available_clocksource);
     r.ev.counter_read_ns = 19.5;
     r.ev.os_read_ns = 33.0;
     bool kvm = std::string(cs) == "kvm-clock";
@@ -234,7 +235,9 @@ TEST_CASE("the vDSO reads the TSC too: the reasons say what that hides") {
     // calibration: blind to per-CPU offsets when MONOTONIC_RAW is the TSC
     // itself (kvm-clock corrects per vCPU, so only clocksource tsc)
     std::string cal = calibration_reason(d);
-    CHECK(contains(cal, "that clock is this TSC: blind to per-CPU offsets (validate: warp check)") == !kvm);
+    CHECK(
+        contains(cal, "that clock is this TSC: blind to per-CPU offsets (validate: warp check)") ==
+        !kvm);
     CHECK(cal.size() < TICKCLOCK_REASON_LEN - 1);
   }
 }

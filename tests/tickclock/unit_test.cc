@@ -83,8 +83,8 @@ TEST_CASE("tkc_extrapolate: the last sample plus the raw time at drift + uncerta
   double allow = 0;
   uint64_t dt = kGHz;  // one second of raw time since the sample
   uint64_t c = tkc_extrapolate(&s, prev, prev.ns + dt, 0, &allow);
-  double slack = (double)dt * (TICKCLOCK_REVALIDATE_DRIFT_PPM + 10) * 1e-6 +
-                 TICKCLOCK_REVALIDATE_DRIFT_ABS_NS;
+  double slack =
+      (double)dt * (TICKCLOCK_REVALIDATE_DRIFT_PPM + 10) * 1e-6 + TICKCLOCK_REVALIDATE_DRIFT_ABS_NS;
   CHECK(c == prev.mid + prev.width / 2 + dt + (uint64_t)slack);
   CHECK(allow == doctest::Approx(slack + (double)dt * 10e-6 + 200 + 2.0));
   // a suspend since the sample counts: the counter may have run through it
@@ -98,7 +98,9 @@ TEST_CASE("tkc_extrapolate: the last sample plus the raw time at drift + uncerta
   CHECK(tkc_extrapolate(&s, prev, prev.ns + dt, kGHz, &allow3) == c);
 }
 
-TEST_CASE("tkc_unit_first / keep / same_counter: the first state fixes the unit; a new rate a guard ahead") {
+TEST_CASE(
+    "tkc_unit_first / keep / same_counter: the first state fixes the unit; a new rate a guard "
+    "ahead") {
   tickclock_info first = state(TICKCLOCK_SOURCE_TSC, 2 * kGHz, 99, 99);
   tkc_unit_first(&first, TICKCLOCK_READ_COUNTER);
   CHECK(first.unit_source == TICKCLOCK_SOURCE_TSC);
@@ -129,7 +131,8 @@ TEST_CASE("tkc_unit_first / keep / same_counter: the first state fixes the unit;
 
 TEST_CASE("tkc_unit_mapped: the continuity bound is the step plus the time between the readings") {
   tickclock_info old = state(TICKCLOCK_SOURCE_TSC, kGHz, 0, 0);
-  tickclock_info os = state(TICKCLOCK_SOURCE_SYSTEM, 3 * kGHz, 0, 0);  // a conv the unit must not take
+  tickclock_info os =
+      state(TICKCLOCK_SOURCE_SYSTEM, 3 * kGHz, 0, 0);  // a conv the unit must not take
   tkc_unit_keep(&old, &os);
   CHECK(os.src_is_unit == 0);
   // base above the old reading by 500 ticks (= ns at 1 GHz), readings 40 ns apart

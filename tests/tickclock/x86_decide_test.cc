@@ -27,7 +27,7 @@ TEST_CASE("decider: bare metal, clocksource tsc, crystal agrees: CPUID 0x15 chos
   l.set(0x16, 2500, 4900, 100, 0);
   tickclock_evidence ev = evidence(decode(l), "tsc", "tsc hpet acpi_pm");
   Decision d0 = decide(ev);
-  CHECK(d0.rc == 1);  // asks for a calibration first
+  CHECK(d0.rc == 1);                         // asks for a calibration first
   calibrated(&ev, UINT64_C(2496004000), 1);  // +1.6 ppm
   Decision d = decide(ev);
   REQUIRE(d.rc == 0);
@@ -134,7 +134,8 @@ TEST_CASE("decider: kvm-clock with tsc available and a KVM frequency leaf") {
   }
 }
 
-TEST_CASE("decider: a published frequency stands before calibration only where the caller defers it") {
+TEST_CASE(
+    "decider: a published frequency stands before calibration only where the caller defers it") {
   Leaves l = intel(0x16, 0x97, false);
   l.set(0x15, 2, 130, 38400000, 0);  // 2496 MHz, crystal stated
   l.set(0x16, 2500, 4900, 100, 0);
@@ -153,9 +154,7 @@ TEST_CASE("decider: a published frequency stands before calibration only where t
     CHECK(contains(d.freq("cpuid_16h")->reason, "no calibration yet"));
     CHECK_FALSE(d.freq("cpuid_15h_crystal")->checked);
   }
-  SUBCASE("not deferred: asks for calibration") {
-    CHECK(decide(ev).rc == 1);
-  }
+  SUBCASE("not deferred: asks for calibration") { CHECK(decide(ev).rc == 1); }
   SUBCASE("forced: asks for calibration") {
     ev.cal_deferrable = 1;
     ev.cfg_source = TICKCLOCK_SOURCE_TSC;
@@ -173,7 +172,8 @@ TEST_CASE("decider: a published frequency stands before calibration only where t
   }
 }
 
-TEST_CASE("decider: under kvm-clock only the hypervisor's own frequency stands before calibration") {
+TEST_CASE(
+    "decider: under kvm-clock only the hypervisor's own frequency stands before calibration") {
   tickclock_evidence ev = kvm_clock_guest();
   ev.cal_deferrable = 1;
   SUBCASE("the hypervisor leaf: at once, its agreement left to the first refinement") {
@@ -276,7 +276,8 @@ TEST_CASE("decider: refusals") {
   }
 }
 
-TEST_CASE("decider: Xen emulated TSC (vtsc) refused; a Xen stable-TSC promise stands in for invariant") {
+TEST_CASE(
+    "decider: Xen emulated TSC (vtsc) refused; a Xen stable-TSC promise stands in for invariant") {
   Leaves l = intel(0xd, 0x3f, true);
   l.set(0x80000007u, 0, 0, 0, 0);  // invariant TSC hidden by Xen
   l.set(0x40000000u, 0x40000005u, w("XenV"), w("MMXe"), w("nVMM"));
@@ -296,7 +297,9 @@ TEST_CASE("decider: Xen emulated TSC (vtsc) refused; a Xen stable-TSC promise st
 
 // ---- decider rules seen from both sides ---------------------------------------
 
-TEST_CASE("decider: Hyper-V's 0x40000003 EAX[15] grants access, it does not stand in for the invariant bit") {
+TEST_CASE(
+    "decider: Hyper-V's 0x40000003 EAX[15] grants access, it does not stand in for the invariant "
+    "bit") {
   Leaves l = intel(0xd, 0x55, true);
   l.set(0x80000007u, 0, 0, 0, 0);  // invariant TSC hidden
   l.set(0x40000000u, 0x40000005u, w("Micr"), w("osof"), w("t Hv"));
@@ -372,7 +375,8 @@ TEST_CASE("decider: in a VM the hypervisor's leaf outranks the leaf 0x15 it pass
   CHECK(std::string(decide(bm).info->freq_detail) == "cpuid_15h_crystal");
 }
 
-TEST_CASE("decider: the perf page's frequency is 1e9 * 2^shift / mult; shifts past 32 are no source") {
+TEST_CASE(
+    "decider: the perf page's frequency is 1e9 * 2^shift / mult; shifts past 32 are no source") {
   tickclock_evidence ev = evidence(crystal_2400(), "tsc", "tsc");
   calibrated(&ev, UINT64_C(2400000000), 1, 1.0);
   ev.perf.attempted = ev.perf.ok = ev.perf.cap_user_time = 1;
@@ -392,4 +396,3 @@ TEST_CASE("decider: the perf page's frequency is 1e9 * 2^shift / mult; shifts pa
   CHECK_FALSE(e.freq("perf_page")->available);
   CHECK(contains(e.freq("perf_page")->reason, "unusable time_mult"));
 }
-

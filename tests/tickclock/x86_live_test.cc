@@ -59,13 +59,12 @@ TEST_CASE("live: evidence matches the kernel's files; the automatic decision fol
     CHECK(std::string(ev.available_clocksource) == av);
   }
   MESSAGE("clocksource '" << std::string(ev.clocksource) << "', available '"
-                          << std::string(ev.available_clocksource)
-                          << "'; perf page: attempted " << ev.perf.attempted << " ok "
-                          << ev.perf.ok << " errno " << ev.perf.err << " version "
-                          << ev.perf.version << " cap_user_time " << ev.perf.cap_user_time
-                          << " time_mult " << ev.perf.time_mult << " time_shift "
-                          << ev.perf.time_shift << "; read ns: tsc " << ev.counter_read_ns
-                          << ", clock_gettime " << ev.os_read_ns);
+                          << std::string(ev.available_clocksource) << "'; perf page: attempted "
+                          << ev.perf.attempted << " ok " << ev.perf.ok << " errno " << ev.perf.err
+                          << " version " << ev.perf.version << " cap_user_time "
+                          << ev.perf.cap_user_time << " time_mult " << ev.perf.time_mult
+                          << " time_shift " << ev.perf.time_shift << "; read ns: tsc "
+                          << ev.counter_read_ns << ", clock_gettime " << ev.os_read_ns);
   if (ev.perf.ok && ev.perf.cap_user_time) CHECK(ev.perf.time_mult != 0);
   CHECK(ev.perf.attempted == (cs == "tsc"));
   std::unique_ptr<tickclock_info> d(new tickclock_info);
@@ -87,8 +86,7 @@ TEST_CASE("live: evidence matches the kernel's files; the automatic decision fol
     else
       CHECK(std::string(d->why).find("invariant TSC") != std::string::npos);
   }
-  if (!cs.empty() && cs != "tsc" && cs != "kvm-clock" && cs != "xen" &&
-      cs.rfind("hyperv", 0) != 0)
+  if (!cs.empty() && cs != "tsc" && cs != "kvm-clock" && cs != "xen" && cs.rfind("hyperv", 0) != 0)
     CHECK(d->source == TICKCLOCK_SOURCE_SYSTEM);
   const tickclock_info *live = tickclock_info_get();
   CHECK(live->source == d->source);
