@@ -257,16 +257,9 @@ int cmd_timing(int argc, char **argv) {
   bool json = false;
   parse_options(argc, argv, "--seconds S, --source NAME|all, --json, --svg FILE",
                 [&](const Option &o) {
-                  if (o.name == "--seconds")
-                    seconds = parse_seconds(o.name, o.value(), 600);
-                  else if (o.name == "--source")
-                    source = o.value();
-                  else if (o.name == "--svg" || o.name == "--html")
-                    svg = o.value();
-                  else if (o.is_flag("--json"))
-                    json = true;
-                  else
-                    return false;
+                  if (common_option(o, &seconds, &source, &json)) return true;
+                  if (o.name != "--svg" && o.name != "--html") return false;
+                  svg = o.value();
                   return true;
                 });
   // the chart's file is opened before anything is measured: a bad path

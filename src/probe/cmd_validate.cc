@@ -55,16 +55,9 @@ int cmd_validate(int argc, char **argv) {
   bool json = false;
   parse_options(argc, argv, "--seconds S, --source NAME, --fixture-out FILE, --json",
                 [&](const Option &o) {
-                  if (o.name == "--seconds")
-                    seconds = parse_seconds(o.name, o.value(), 600);
-                  else if (o.name == "--fixture-out")
-                    fixture_out = o.value();
-                  else if (o.name == "--source")
-                    source = o.value();
-                  else if (o.is_flag("--json"))
-                    json = true;
-                  else
-                    return false;
+                  if (common_option(o, &seconds, &source, &json)) return true;
+                  if (o.name != "--fixture-out") return false;
+                  fixture_out = o.value();
                   return true;
                 });
   if (!source.empty() && tickclock_source_from_name(source.c_str()) < 0)

@@ -23,17 +23,8 @@ int cmd_warp(int argc, char **argv) {
   double seconds = 2.0;
   std::string source;
   bool json = false;
-  parse_options(argc, argv, "--seconds S, --source NAME, --json", [&](const Option &o) {
-    if (o.name == "--seconds")
-      seconds = parse_seconds(o.name, o.value(), 600);
-    else if (o.name == "--source")
-      source = o.value();
-    else if (o.is_flag("--json"))
-      json = true;
-    else
-      return false;
-    return true;
-  });
+  parse_options(argc, argv, "--seconds S, --source NAME, --json",
+                [&](const Option &o) { return common_option(o, &seconds, &source, &json); });
   if (!source.empty()) force_source(source);
   progress_enable(json);
   progress_prefix("warp: ");

@@ -85,6 +85,20 @@ std::string esc(const std::string &s);
 
 double parse_seconds(const std::string &opt, const std::string &v, double max_s);
 
+// The options timing, validate and warp share: --seconds S (at most 600 s),
+// --source NAME and --json. true when o was one of them (its value stored).
+inline bool common_option(const Option &o, double *seconds, std::string *source, bool *json) {
+  if (o.name == "--seconds")
+    *seconds = parse_seconds(o.name, o.value(), 600);
+  else if (o.name == "--source")
+    *source = o.value();
+  else if (o.is_flag("--json"))
+    *json = true;
+  else
+    return false;
+  return true;
+}
+
 // ---- Ctrl-C ------------------------------------------------------------------
 // SIGINT and SIGTERM set a flag; loops poll interrupted() and stop, and the
 // command prints what it has, says INCOMPLETE with what it did not finish
