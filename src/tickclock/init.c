@@ -267,37 +267,43 @@ static int tkc_same_decision(const tickclock_info *fresh, const tickclock_info *
       (old->read_path == TICKCLOCK_READ_OS_SYSCALL) != (tkc_os_syscall_on() != 0))
     return 0;
   /* A published rate not yet cross-checked (every fresh decision that uses
-   * one) is the current state's when it states the very same rate: that
-   * state was cross-checked already, or its own cross-check is still
-   * planned. */
+   * one) is the current state's when it states the very same rate and that
+   * state was cross-checked already or still has its cross-check planned
+   * (one published without a bracket to measure from has none: it is
+   * published again, with a fresh bracket). */
   if (fresh->freq_pending_check)
-    return fresh->hz_num == old->hz_num && fresh->hz_den == old->hz_den;
+    return fresh->hz_num == old->hz_num && fresh->hz_den == old->hz_den &&
+           (!old->freq_pending_check || tkc_refine_pending() || tkc_refine_deferred());
   if (fresh->hz_den == 0 || old->hz_den == 0) return fresh->hz_num == old->hz_num;
   off = tkc_ppm(fresh->hz_num, fresh->hz_den, old->hz_num, old->hz_den);
   bound = fresh->uncertainty_ppm + old->uncertainty_ppm + TICKCLOCK_AGREE_PPM;
   return off <= bound && -off <= bound;
 }
 
+/* under the lock, like tkc_fresh: the evidence (its claims' reasons) is a
+ * few kilobytes, too much for the stack of a small thread's first read */
+static tickclock_evidence tkc_ev;
+
 static int tkc_build_and_publish(const tickclock_config *cfg) {
-  tickclock_evidence ev;
+  tickclock_evidence *ev = &tkc_ev;
   const tickclock_info *old = TKC_LOAD_ACQUIRE(&tkc_g_state);
   tickclock_info *fresh = &tkc_fresh;
   int rc, asked = cfg != NULL && cfg->calibration_ms != 0;
-  tkc_gather(cfg, &ev);
-  if (tickclock_decide(&ev, fresh)) {
+  tkc_gather(cfg, ev);
+  if (tickclock_decide(ev, fresh)) {
 #if defined(TKC_ARCH_COUNTER)
-    tkc_calibrate(tkc_read_counter_ordered, cfg ? cfg->calibration_ms : 0, &ev.cal);
+    tkc_calibrate(tkc_read_counter_ordered, cfg ? cfg->calibration_ms : 0, &ev->cal);
 #else
-    ev.cal.ns = 1; /* attempted: nothing to calibrate */
+    ev->cal.ns = 1; /* attempted: nothing to calibrate */
 #endif
-    tkc_list_claims(&ev);
-    tickclock_decide(&ev, fresh);
+    tkc_list_claims(ev);
+    tickclock_decide(ev, fresh);
   }
   if (fresh->env_error[0] && !tkc_env_reported) {
     tkc_env_reported = 1;
     fprintf(stderr, "tickclock: %s\n", fresh->env_error);
   }
-  fresh->baseline_ns = ev.cal.ok ? ev.cal.ns : 0;
+  fresh->baseline_ns = ev->cal.ok ? ev->cal.ns : 0;
   /* a long history: a decision that changes nothing keeps the state (and
    * its refinement) rather than taking another slot */
   if (old != NULL && !asked && tkc_states_taken >= TICKCLOCK_COALESCE_AFTER &&
@@ -306,16 +312,17 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
     return fresh->request_refused ? TICKCLOCK_EUNAVAILABLE : TICKCLOCK_OK;
   }
   rc = tkc_publish_planned(
-      fresh, old, &ev, asked, 0,
-      ev.tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV ? TKC_OLD_UNREADABLE : TKC_OLD_HEALTHY, 0, 1);
+      fresh, old, ev, asked, 0,
+      ev->tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV ? TKC_OLD_UNREADABLE : TKC_OLD_HEALTHY, 0, 1);
   if (rc != TICKCLOCK_OK) return rc;
   tkc_reserve_slots();
   return fresh->request_refused ? TICKCLOCK_EUNAVAILABLE : TICKCLOCK_OK;
 }
 
-/* The first state, or NULL when this thread re-entered the lock. */
+/* The state published now (NULL before first use). */
 const tickclock_info *tkc_published(void) { return TKC_LOAD_ACQUIRE(&tkc_g_state); }
 
+/* The first state, or NULL when this thread re-entered the lock. */
 const tickclock_info *tkc_first_state(void) {
   const tickclock_info *s;
   tkc_ensure_atfork();

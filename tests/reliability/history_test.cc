@@ -97,6 +97,39 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "1b. past TICKCLOCK_COALESCE_AFTER, a published rate that went out without a bracket is "
+    "published again, and cross-checked") {
+#if !defined(TCTEST_HISTORY_PUBLISHED)
+  tctest::skip(
+      "history case 1b: needs a published rate used before calibration "
+      "(history_published_x86_test runs it)");
+  return;
+#else
+  start();
+  tickclock_config sys = {TICKCLOCK_SOURCE_SYSTEM, 0, 0};
+  REQUIRE(tickclock_init(&sys) == TICKCLOCK_OK);
+  // CLOCK_MONOTONIC_RAW unreadable while the rate is published: no bracket
+  // to cross-check it from, so no cross-check is planned
+  g_w.raw_fail = 1;
+  REQUIRE(tickclock_init(NULL) == TICKCLOCK_OK);
+  g_w.raw_fail = 0;
+  const tickclock_info *blind = tickclock_info_get();
+  REQUIRE(blind->freq_method == TICKCLOCK_FREQ_CPUID_15H);
+  REQUIRE(blind->freq_pending_check);
+  // the same decision again: it must not be coalesced onto the state that
+  // can never be checked
+  REQUIRE(tickclock_init(NULL) == TICKCLOCK_OK);
+  CHECK(tickclock_info_get() != blind);
+  for (int k = 0; k < 100 && tickclock_info_get()->freq_pending_check; k++) {
+    g_w.now_ns += 1000000;
+    (void)tickclock_to_ns(tickclock_now());
+  }
+  CHECK(!tickclock_info_get()->freq_pending_check);                      // cross-checked
+  CHECK(tickclock_info_get()->freq_method == TICKCLOCK_FREQ_CPUID_15H);  // and kept
+#endif
+}
+
+TEST_CASE(
     "2. 10 000 alternating re-initialisations: TICKCLOCK_ELIMIT at the limit, memory bounded") {
   if (fake::no_counter("history case 2")) return;
   start();
