@@ -64,16 +64,20 @@
  *  - Async-signal-safe once initialised: tickclock_now,
  *    tickclock_now_ordered, tickclock_to_ns, tickclock_delta_ns,
  *    tickclock_duration_get, tickclock_info_get (and the sampler's
- *    functions, which touch only the caller's state). Nothing reachable from them allocates, does
- * I/O, calls libc's formatting or waits on a lock: the work that falls due in to_ns/delta_ns (the
- * rate check, a refinement, a cross-check) runs under a try-lock that never waits (another thread
- * doing it, or a handler that interrupted it, carries on with the current state), publishes into a
- * slot reserved in advance (none left: it waits for the next
- * tickclock_init/tickclock_revalidate/tickclock_revalidate_every) and formats its reasons with the
- * library's own formatter. A signal handler that interrupts the first initialisation in its own
- * thread never waits: its reads come straight from CLOCK_MONOTONIC (nanoseconds) and
- * tickclock_info_get() describes exactly that. tickclock_init, tickclock_revalidate and
- * tickclock_revalidate_every are not async-signal-safe; called from a handler that interrupted the
+ *    functions, which touch only the caller's state). Nothing reachable
+ *    from them allocates, does I/O, calls libc's formatting or waits on a
+ *    lock: the work that falls due in to_ns/delta_ns (the rate check, a
+ *    refinement, a cross-check) runs under a try-lock that never waits
+ *    (another thread doing it, or a handler that interrupted it, carries
+ *    on with the current state), publishes into a slot reserved in
+ *    advance (none left: it waits for the next tickclock_init,
+ *    tickclock_revalidate or tickclock_revalidate_every) and formats its
+ *    reasons with the library's own formatter. A signal handler that
+ *    interrupts the first initialisation in its own thread never waits:
+ *    its reads come straight from CLOCK_MONOTONIC (nanoseconds) and
+ *    tickclock_info_get() describes exactly that. tickclock_init,
+ *    tickclock_revalidate and tickclock_revalidate_every are not
+ *    async-signal-safe; called from a handler that interrupted the
  *    library in the same thread, init and revalidate return TICKCLOCK_EBUSY.
  *  - fork() at any moment leaves a child that works: the fork handlers
  *    are registered when the program is loaded (or, loaded later, at first
@@ -125,8 +129,9 @@
  *    again: they compare a tick with a deadline and cannot see ticks fall
  *    (until then to_ns(now()) follows the counter back). A tick from the
  *    future (an interval converted as if it were a tick) costs a try-lock,
- *    a prctl and a counter read (about 1 us) and makes nothing due early. tickclock_revalidate()
- * runs it at once, plus the checks that need I/O (the kernel's clocksource).
+ *    a prctl and a counter read (about 1 us) and makes nothing due early.
+ *    tickclock_revalidate() runs it at once, plus the checks that need I/O
+ *    (the kernel's clocksource).
  *  - Limits, each stated where it applies: readings a faulty counter gave
  *    before a check are not corrected; a reader that loaded the old source
  *    just before a switch may produce one more counter reading; 32-bit
@@ -477,9 +482,8 @@ TICKCLOCK_API void tickclock_revalidate_every(uint32_t ms);
  * 80 ns on this project's hosts, most of it the three clock reads that
  * give the time suspended now (tests/bench: BM_interval/duration_get). Returns
  * TICKCLOCK_OK, or TICKCLOCK_EINVAL when out is NULL. */
-#define TICKCLOCK_DURATION_SPANS_PUBLICATION                                      \
-  1u                                               /* refinement, re-calibration, \
-                                                      re-initialisation, switch */
+/* refinement, re-calibration, re-initialisation, switch: */
+#define TICKCLOCK_DURATION_SPANS_PUBLICATION 1u
 #define TICKCLOCK_DURATION_SPANS_BOUNDED_SWITCH 2u /* a step bounded, not measured */
 #define TICKCLOCK_DURATION_SPANS_SUSPEND 4u        /* a detected suspend */
 #define TICKCLOCK_DURATION_SATURATED 8u            /* the value did not fit */

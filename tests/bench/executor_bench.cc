@@ -26,8 +26,8 @@
 // cheaply as a countdown with geometrically distributed gaps (mean N,
 // pre-drawn from a xorshift generator), so the unsampled path is a
 // decrement and a predicted branch, and a sampled call leaves the hot path
-// by a tail call (no stack frame on the hot path; see Instrumented()). The Horvitz-Thompson
-// estimator
+// by a tail call (no stack frame on the hot path; see Instrumented()).
+// The Horvitz-Thompson estimator
 //       T_hat = sum_{sampled i} d_i / p_i
 // is then unbiased for the node's total time *in the sampled run*:
 // E[T_hat] = sum_i d_i. Refinements and caveats:

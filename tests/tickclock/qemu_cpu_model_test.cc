@@ -1,9 +1,9 @@
 // The decision under QEMU's x86-64 CPU models, and the CPUID
 // gating it rests on, on whatever x86-64 CPU runs it.
 //
-//   bazel test --config=x86_64_qemu --test_env=QEMU_CPU=Nehalem
-//   //tests/tickclock:qemu_cpu_model_test ci/cpu-models        (every model, one PASS/FAIL line
-//   each)
+//   bazel test --config=x86_64_qemu --test_env=QEMU_CPU=Nehalem \
+//     //tests/tickclock:qemu_cpu_model_test
+//   ci/cpu-models        (every model, one PASS/FAIL line each)
 //
 // Everywhere (host CPU too): the decoder asks for no basic leaf above leaf
 // 0's maximum and no extended leaf above 0x80000000's (QEMU and real CPUs
