@@ -11,22 +11,6 @@
 
 #include <string.h>
 
-/* One decision in progress. */
-typedef struct tkc_choice {
-  int requested;    /* TICKCLOCK_SOURCE_*: what was asked for */
-  int forced;       /* TICKCLOCK_FORCED_*: who asked */
-  int executable;   /* the counter can be read without trapping */
-  int trusted;      /* TKC_TRUST_* */
-  int vdso_counter; /* the kernel's clock_gettime reads this counter too */
-  int use_counter;
-  char exec_why[TICKCLOCK_REASON_LEN];
-  char trust_why[TICKCLOCK_REASON_LEN];
-  tickclock_candidate *sys, *cnt;
-  tickclock_freq_candidate *fc;
-  int freq_src[TICKCLOCK_MAX_FREQS]; /* each out->freqs entry's TKC_SRC_* */
-  const char *cname;
-} tkc_choice;
-
 /* The OS fallback: CLOCK_MONOTONIC (ticks are ns, conversion is the
  * identity) or, on Windows, QPC at QueryPerformanceFrequency. */
 static int tkc_os_source(const tickclock_evidence *ev) {
@@ -286,24 +270,45 @@ static void tkc_record_system(const tickclock_evidence *ev, tickclock_info *out,
     tkc_strlcpy(out->why, d->exec_why[0] ? d->exec_why : "no counter", sizeof out->why);
 }
 
-int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
-  tkc_choice d;
-  memset(&d, 0, sizeof d);
-  d.requested = TICKCLOCK_SOURCE_AUTO;
-  d.forced = TICKCLOCK_FORCED_NO;
-  d.trusted = TKC_TRUST_NO;
-  memset(out, 0, sizeof *out);
-
-  tkc_step_request(ev, out, &d);
-  tkc_step_candidates(ev, out, &d);
-  tkc_step_choose(ev, out, &d);
-  if (tkc_step_frequency(ev, out, &d)) return 1;
-  out->forced = d.forced; /* record */
-  if (d.use_counter && d.fc != NULL)
-    tkc_record_counter(ev, out, &d);
+/* record: the choice, and the names that go with it */
+static void tkc_step_record(const tickclock_evidence *ev, tickclock_info *out, tkc_choice *d) {
+  out->forced = d->forced;
+  if (d->use_counter && d->fc != NULL)
+    tkc_record_counter(ev, out, d);
   else
-    tkc_record_system(ev, out, &d);
+    tkc_record_system(ev, out, d);
   out->source_name = tickclock_source_name(out->source);
   out->freq_method_name = tickclock_freq_method_name(out->freq_method);
+}
+
+int tkc_decide_start(const tickclock_evidence *ev, tickclock_info *out, tkc_choice *d) {
+  memset(d, 0, sizeof *d);
+  d->requested = TICKCLOCK_SOURCE_AUTO;
+  d->forced = TICKCLOCK_FORCED_NO;
+  d->trusted = TKC_TRUST_NO;
+  memset(out, 0, sizeof *out);
+
+  tkc_step_request(ev, out, d);
+  tkc_step_candidates(ev, out, d);
+  tkc_step_choose(ev, out, d);
+  if (tkc_step_frequency(ev, out, d)) return 1;
+  tkc_step_record(ev, out, d);
   return 0;
+}
+
+void tkc_decide_resume(const tickclock_evidence *ev, tickclock_info *out, tkc_choice *d) {
+  /* what the published attempt left: its frequency table and conversion
+   * (the stages before it read nothing a calibration changes) */
+  memset(out->freqs, 0, sizeof out->freqs);
+  out->n_freqs = 0;
+  memset(&out->conv, 0, sizeof out->conv);
+  memset(d->freq_src, 0, sizeof d->freq_src);
+  d->fc = NULL;
+  (void)tkc_step_frequency(ev, out, d); /* calibration attempted: final */
+  tkc_step_record(ev, out, d);
+}
+
+int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out) {
+  tkc_choice d;
+  return tkc_decide_start(ev, out, &d);
 }

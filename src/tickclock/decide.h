@@ -28,6 +28,33 @@ extern "C" {
  * 0 when final. */
 TKC_INTERNAL int tickclock_decide(const tickclock_evidence *ev, tickclock_info *out);
 
+/* One decision in progress: the stages' working state, which
+ * tkc_decide_start leaves for tkc_decide_resume. */
+typedef struct tkc_choice {
+  int requested;    /* TICKCLOCK_SOURCE_*: what was asked for */
+  int forced;       /* TICKCLOCK_FORCED_*: who asked */
+  int executable;   /* the counter can be read without trapping */
+  int trusted;      /* TKC_TRUST_* */
+  int vdso_counter; /* the kernel's clock_gettime reads this counter too */
+  int use_counter;
+  char exec_why[TICKCLOCK_REASON_LEN];
+  char trust_why[TICKCLOCK_REASON_LEN];
+  tickclock_candidate *sys, *cnt;
+  tickclock_freq_candidate *fc;
+  int freq_src[TICKCLOCK_MAX_FREQS]; /* each out->freqs entry's TKC_SRC_* */
+  const char *cname;
+} tkc_choice;
+
+/* The same decision made once around a calibration (initialisation):
+ * tkc_decide_start is tickclock_decide, keeping its working state in d;
+ * when it returns 1 the caller calibrates into ev->cal, lists the claims
+ * again (tkc_list_claims) and calls tkc_decide_resume, which runs only the
+ * frequency and record stages (request, candidates and choose read nothing
+ * a calibration changes). out and d must stay where they are between. */
+TKC_INTERNAL int tkc_decide_start(const tickclock_evidence *ev, tickclock_info *out, tkc_choice *d);
+TKC_INTERNAL void tkc_decide_resume(const tickclock_evidence *ev, tickclock_info *out,
+                                    tkc_choice *d);
+
 /* The OS clock os (TICKCLOCK_SOURCE_SYSTEM: ticks are ns; _QPC: ticks at
  * hz) as out's source and frequency: the one builder of the fallback's
  * state (the decision's, and re-validation's switch to it). resolution_ns

@@ -283,6 +283,7 @@ static int tkc_same_decision(const tickclock_info *fresh, const tickclock_info *
 /* under the lock, like tkc_fresh: the evidence (its claims' reasons) is a
  * few kilobytes, too much for the stack of a small thread's first read */
 static tickclock_evidence tkc_ev;
+static tkc_choice tkc_choice_now; /* the decision, paused for a calibration */
 
 static int tkc_build_and_publish(const tickclock_config *cfg) {
   tickclock_evidence *ev = &tkc_ev;
@@ -290,14 +291,14 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
   tickclock_info *fresh = &tkc_fresh;
   int rc, asked = cfg != NULL && cfg->calibration_ms != 0;
   tkc_gather(cfg, ev);
-  if (tickclock_decide(ev, fresh)) {
+  if (tkc_decide_start(ev, fresh, &tkc_choice_now)) {
 #if defined(TKC_ARCH_COUNTER)
     tkc_calibrate(tkc_read_counter_ordered, cfg ? cfg->calibration_ms : 0, &ev->cal);
 #else
     ev->cal.ns = 1; /* attempted: nothing to calibrate */
 #endif
     tkc_list_claims(ev);
-    tickclock_decide(ev, fresh);
+    tkc_decide_resume(ev, fresh, &tkc_choice_now);
   }
   if (fresh->env_error[0] && !tkc_env_reported) {
     tkc_env_reported = 1;
