@@ -99,18 +99,20 @@ int tkc_reads_counter(const tickclock_info *s) {
  * bound also extrapolates from the last conclusive sample at the
  * frequency's uncertainty plus the drift allowance (all of it without
  * touching the counter when it cannot be read). */
-/* *lo: the old source's own reading (unit ticks; 0 when not read), the
+/* os_now: an OS clock reading the caller already took (0: none), which
+ * serves as the old OS clock's own reading. *lo: the old source's own
+ * reading (unit ticks; 0 when not read), the
  * lower end of the step; *allow_ns: when extrapolated, the allowance that
  * bounds how far the extrapolation may lie from where the old counter
  * would be (0 otherwise). */
-static uint64_t tkc_now_bound(const tickclock_info *old, int trust, uint64_t *lo,
+static uint64_t tkc_now_bound(const tickclock_info *old, int trust, uint64_t os_now, uint64_t *lo,
                               double *allow_ns) {
   uint64_t t = tkc_max_seen();
   tkc_bracket prev;
   *lo = 0;
   *allow_ns = 0;
   if (!tkc_reads_counter(old)) {
-    *lo = tkc_map(old, tkc_p_os_ns());
+    *lo = tkc_map(old, os_now != 0 ? os_now : tkc_p_os_ns());
     return tkc_max_u64(t, *lo);
   }
   if (trust != TKC_OLD_UNREADABLE) {
@@ -219,24 +221,17 @@ static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trus
   }
   tkc_unit_keep(old, st);
   if (counter && st->src_is_unit && old->read_path == TICKCLOCK_READ_COUNTER) {
-    t = tkc_now_bound(old, TKC_OLD_HEALTHY, &lo, &allow);
+    t = tkc_now_bound(old, TKC_OLD_HEALTHY, 0, &lo, &allow);
     tkc_unit_same_counter(old, st, t);
     return;
   }
   /* the new source first, then the bound: readings start at or above it */
   r0 = tkc_p_raw_ns();
-  if (!counter && !tkc_reads_counter(old)) {
-    /* the OS clock before and after: one reading is both sources' (two
-     * would step forward by the time between them, microseconds under
-     * emulation) */
-    st->src_base = tkc_p_os_ns();
-    lo = tkc_map(old, st->src_base);
-    t = tkc_max_u64(tkc_max_seen(), lo);
-    allow = 0;
-  } else {
-    st->src_base = counter ? tkc_p_counter_ordered() : tkc_p_os_ns();
-    t = tkc_now_bound(old, trust, &lo, &allow);
-  }
+  st->src_base = counter ? tkc_p_counter_ordered() : tkc_p_os_ns();
+  /* the OS clock before and after: the new source's reading is the old
+   * one's too (a second read would step forward by the time between them,
+   * microseconds under emulation) */
+  t = tkc_now_bound(old, trust, counter ? 0 : st->src_base, &lo, &allow);
   r1 = tkc_p_raw_ns();
   tkc_unit_mapped(old, st, t, lo, r0, r1, allow, trust != TKC_OLD_HEALTHY && tkc_reads_counter(old),
                   counter ? TICKCLOCK_READ_COUNTER_MAPPED : os_path);
