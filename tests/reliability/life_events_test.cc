@@ -5,6 +5,12 @@
 // accuracy and delta_ns's repeatability, a clock the sandbox denies,
 // PR_SET_TSC with the OS clock chosen, tickclock_info_get() from a handler
 // during the first initialisation, and the descriptors the library keeps.
+// Nothing here assumes the host it runs on: the counter-path cases put the
+// TSC in use wherever RDTSC executes (forced where the kernel does not
+// bless it: tests/support/host_facts.h's counter_plan), the timers' periods
+// and the children's deadlines follow the signal and system-call costs
+// measured at the start (tests/support/host_costs.h), and each `why` is
+// checked against the decision this host makes.
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,13 +29,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "doctest/doctest.h"
 #include "internal.h"
 #include "tests/support/child.h"
+#include "tests/support/host_costs.h"
 #include "tests/support/host_facts.h"
 #include "tests/support/skip.h"
 
@@ -52,11 +61,15 @@ uint64_t raw_ns() {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-// Where the host's facts say the TSC must be chosen: "" (the cases that
-// need the counter in use run), else why not (they skip, saying so).
-std::string counter_missing() {
-  static std::string m = tctest::host_facts().tsc_required_missing();
-  return m;
+// How the counter-path cases get the TSC in use here (see counter_plan).
+const tctest::CounterPlan &plan() {
+  static tctest::CounterPlan p = [] {
+    tctest::CounterPlan c = tctest::counter_plan();
+    MESSAGE("counter-path cases: " << c.how());
+    MESSAGE("host costs: " << tctest::host_costs().describe());
+    return c;
+  }();
+  return p;
 }
 
 void *first_use(void *) {
@@ -205,15 +218,15 @@ TEST_CASE(
 TEST_CASE(
     "an interval taken right after first use and converted 1.2 s later is within 2 ppm of "
     "CLOCK_MONOTONIC_RAW, in every run") {
-  if (!counter_missing().empty()) {
-    tctest::skip("first-interval accuracy: the counter is not in use here (" + counter_missing() +
-                 ")");
+  if (!plan().usable) {
+    tctest::skip("first-interval accuracy: " + plan().how());
     return;
   }
   for (int run = 0; run < 3; run++) {
     CAPTURE(run);
     check_clean(in_child(
         [] {
+          plan().apply();
           (void)tickclock_info_get();  // first use
           EXPECT(tickclock_info_get()->source == TICKCLOCK_SOURCE_TSC);
           uint64_t ra = raw_ns(), t0 = tickclock_now_ordered(), rb = raw_ns();
@@ -240,14 +253,15 @@ TEST_CASE(
 TEST_CASE(
     "delta_ns repeated: equal under one state; across a refinement within the earlier state's "
     "bound") {
-  if (!counter_missing().empty()) {
-    tctest::skip("delta_ns across a refinement: the counter is not in use here (" +
-                 counter_missing() + ")");
+  if (!plan().usable) {
+    tctest::skip("delta_ns across a refinement: " + plan().how());
     return;
   }
   check_clean(in_child(
       [] {
+        plan().apply();
         (void)tickclock_info_get();
+        EXPECT(tickclock_info_get()->source == TICKCLOCK_SOURCE_TSC);
         uint64_t t0 = tickclock_now();
         sleep_ms(300);
         uint64_t t1 = tickclock_now();
@@ -299,6 +313,33 @@ int deny_raw_clock() {
 }
 }  // namespace
 
+namespace {
+// This host's automatic decision with every clock readable, from a fresh
+// child: the source and its `why` (what the seccomp case must follow).
+bool host_decision(int *source, std::string *why) {
+  int fd[2];
+  if (pipe(fd) != 0) return false;
+  int st = in_child(
+      [&] {
+        close(fd[0]);
+        const tickclock_info *i = tickclock_info_get();
+        char buf[sizeof i->why + 8];
+        int n = snprintf(buf, sizeof buf, "%d %s", (int)i->source, i->why);
+        if (write(fd[1], buf, (size_t)n) != n) _exit(12);
+      },
+      20);
+  close(fd[1]);
+  char buf[sizeof(((tickclock_info *)nullptr)->why) + 8] = {0};
+  ssize_t got = read(fd[0], buf, sizeof buf - 1);
+  close(fd[0]);
+  if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || got <= 0) return false;
+  char *rest = nullptr;
+  *source = (int)strtol(buf, &rest, 10);
+  *why = rest && *rest == ' ' ? rest + 1 : "";
+  return true;
+}
+}  // namespace
+
 TEST_CASE(
     "CLOCK_MONOTONIC_RAW denied by seccomp: nothing calibrates on garbage, the OS clock is chosen "
     "and says why") {
@@ -307,6 +348,14 @@ TEST_CASE(
         "a seccomp filter: under QEMU user mode the call reaches the emulator, not this program");
     return;
   }
+  // The decision this host makes unhindered: where it takes the counter,
+  // the denied clock must be the reason it is refused; where it already
+  // refuses the counter earlier (kvm-clock, tsc=unstable), that earlier
+  // reason stands, word for word.
+  static int host_source = -1;
+  static std::string host_why;
+  REQUIRE(host_decision(&host_source, &host_why));
+  MESSAGE("unhindered, this host chooses source " << host_source << ": " << host_why);
   check_clean(in_child(
       [] {
         tkc_os_use_syscall(1);
@@ -317,6 +366,35 @@ TEST_CASE(
         EXPECT(tickclock_init(NULL) == TICKCLOCK_OK);
         const tickclock_info *i = tickclock_info_get();
         fprintf(stderr, "with CLOCK_MONOTONIC_RAW denied: %s\n", i->why);
+        EXPECT(i->source == TICKCLOCK_SOURCE_SYSTEM);
+        if (host_source != TICKCLOCK_SOURCE_SYSTEM)
+          EXPECT(strstr(i->why, "CLOCK_MONOTONIC_RAW could not be read") != nullptr);
+        else
+          EXPECT(host_why == i->why);
+        uint64_t last = 0;
+        for (int k = 0; k < 1000; k++) {
+          uint64_t ns = tickclock_to_ns(tickclock_now());
+          EXPECT(ns >= last && ns > 0);
+          last = ns;
+        }
+      },
+      20));
+  // The counter asked for where RDTSC executes, whatever the kernel says:
+  // with nothing to calibrate against it is refused, naming the clock.
+  if (!plan().usable) {
+    tctest::skip("the TSC asked for with CLOCK_MONOTONIC_RAW denied: " + plan().how());
+    return;
+  }
+  check_clean(in_child(
+      [] {
+        tkc_os_use_syscall(1);
+        EXPECT(deny_raw_clock() == 0);
+        tickclock_config cfg = {TICKCLOCK_SOURCE_TSC, 0, 0};
+        int rc = tickclock_init(&cfg);
+        const tickclock_info *i = tickclock_info_get();
+        fprintf(stderr, "the TSC asked for with CLOCK_MONOTONIC_RAW denied: rc %d, %s\n", rc,
+                i->why);
+        EXPECT(rc != TICKCLOCK_OK);
         EXPECT(i->source == TICKCLOCK_SOURCE_SYSTEM);
         EXPECT(strstr(i->why, "CLOCK_MONOTONIC_RAW could not be read") != nullptr);
         uint64_t last = 0;
@@ -387,7 +465,8 @@ TEST_CASE(
   check_clean(in_child(
       [] {
         tctest::handle_alarm(info_in_handler, SA_RESTART);
-        tctest::alarm_every(20000, 1000);                       // from 20 ms on, every 1 ms
+        // from 20 ms on, every 1 ms (slower where signals cost more)
+        tctest::alarm_every(20000, tctest::host_costs().timer_period_us(1000, 2));
         tickclock_config cfg = {TICKCLOCK_SOURCE_TSC, 200, 0};  // a first initialisation of 200 ms
         (void)tickclock_init(&cfg);
         tctest::alarm_every(0, 0);  // disarmed
@@ -427,6 +506,54 @@ TEST_CASE(
                TCTEST_SANITIZER_PR_SET_TSC_WHY);
   return;
 #endif
+  // What a first initialisation with RDTSC disabled takes here, timed in
+  // children without a timer (median of 5): the timers' first expiries are
+  // spread over it. Their period is four handlers' cost (the handler reads
+  // and converts: about two signals' worth), at least 10 us: a timer
+  // faster than the host serves signals starves the process (11 us a
+  // signal on a nested paravirtual guest). A child's deadline is 200 times
+  // what one took, at least 10 s.
+  const tctest::HostCosts &hc = tctest::host_costs();
+  std::vector<double> init_us, child_ms;
+  for (int k = 0; k < 5; k++) {
+    int fd[2];
+    REQUIRE(pipe(fd) == 0);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    int st = in_child(
+        [&] {
+          close(fd[0]);
+          signal(SIGSEGV, SIG_DFL);
+          if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) _exit(77);
+          uint64_t t0 = tctest::sys_mono_ns();
+          (void)tickclock_info_get();
+          double us = (double)(tctest::sys_mono_ns() - t0) / 1e3;
+          if (write(fd[1], &us, sizeof us) != (ssize_t)sizeof us) _exit(12);
+        },
+        60);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    close(fd[1]);
+    double us = 0;
+    ssize_t got = read(fd[0], &us, sizeof us);
+    close(fd[0]);
+    if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+      tctest::skip("a handler's reads after PR_SET_TSC: prctl(PR_SET_TSC) was refused here");
+      return;
+    }
+    INFO("a timed first initialisation with RDTSC disabled: status " << st);
+    REQUIRE((st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && got == (ssize_t)sizeof us));
+    init_us.push_back(us);
+    child_ms.push_back((double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6);
+  }
+  std::sort(init_us.begin(), init_us.end());
+  std::sort(child_ms.begin(), child_ms.end());
+  const long period_us = hc.timer_period_us(10, 2);
+  const long spread_us = std::max(60L, (long)init_us[2]);
+  const int limit_ms = std::max(10000, (int)(200 * child_ms[2]));
+  MESSAGE("host costs: " << hc.describe() << "; a first initialisation with RDTSC disabled "
+                         << init_us[2] << " us, a child " << child_ms[2] << " ms: timer every "
+                         << period_us << " us, first after 10-" << 10 + spread_us
+                         << " us, a child's deadline " << limit_ms << " ms");
   int hits = 0, trapped = 0, other = 0;
   for (int k = 0; k < 300; k++) {
     fflush(nullptr);
@@ -436,15 +563,12 @@ TEST_CASE(
       signal(SIGSEGV, SIG_DFL);
       if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) _exit(77);
       tctest::handle_alarm(read_in_handler, 0);
-      tctest::alarm_every(10 + (k % 60) * 5, 10);  // from 10-305 us, every 10 us
-      (void)tickclock_info_get();                  // the first initialisation
-      tctest::alarm_every(0, 0);                   // disarmed
+      tctest::alarm_every(10 + (k % 60) * spread_us / 60, period_us);
+      (void)tickclock_info_get();  // the first initialisation
+      tctest::alarm_every(0, 0);   // disarmed
       _exit(g_pr_hits.load() > 0 ? 1 : 0);
     }
-    // a timer every 10 us slows a child a lot on a loaded machine: 30 s
-    // before a child counts as hung, and each such child says what it did
-    // (one loaded run had 3 of 300 neither exit nor trap within 10 s)
-    int st = tctest::wait_child(pid, 30000);
+    int st = tctest::wait_child(pid, limit_ms);
     if (st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV) {
       trapped++;
     } else if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) <= 1) {
@@ -452,7 +576,7 @@ TEST_CASE(
     } else {
       other++;
       if (st == -1)
-        fprintf(stderr, "child %d: no exit within 30 s (killed)\n", k);
+        fprintf(stderr, "child %d: no exit within %d ms (killed)\n", k, limit_ms);
       else
         fprintf(stderr, "child %d: status %d (exit %d, signal %d)\n", k, st,
                 WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? WTERMSIG(st) : 0);

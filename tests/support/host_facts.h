@@ -11,6 +11,8 @@
 #include <time.h>
 #include <x86intrin.h>
 
+#include <stdlib.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -104,6 +106,50 @@ inline bool qemu_user_x86() {
     std::fclose(f);
   }
   return model.find("QEMU") == std::string::npos;
+}
+
+// How a test puts the counter in use in a fresh process on this host. The
+// library's own choice where the host's facts bless the TSC; forced where
+// RDTSC executes but the kernel keeps another clocksource (kvm-clock,
+// tsc=unstable on its command line): TICKCLOCK_SOURCE=tsc set in the child
+// before its first use, which the library honours as it would for a user.
+// Not at all where RDTSC cannot execute (no TSC bit, PR_SET_TSC) or where
+// it is QEMU user mode's emulation (CPUID says TCG, the kernel is the
+// host's): then `why` says so and the counter-path case skips.
+struct CounterPlan {
+  bool usable = false, forced = false;
+  std::string why;  // forced: what the blessing lacks; unusable: why not
+  // In the child, before the library's first use.
+  void apply() const {
+    if (forced) setenv("TICKCLOCK_SOURCE", "tsc", 1);
+  }
+  std::string how() const {
+    return !usable  ? "the counter cannot be used here (" + why + ")"
+           : forced ? "the TSC forced with TICKCLOCK_SOURCE=tsc (" + why + ")"
+                    : std::string("the TSC, the library's own choice");
+  }
+};
+
+inline HostFacts host_facts();
+
+inline CounterPlan counter_plan() {
+  static CounterPlan plan = [] {
+    CounterPlan p;
+    HostFacts h = host_facts();
+    if (qemu_user_x86()) {
+      p.why = "under QEMU user mode RDTSC is the emulator's, and so is every read cost";
+    } else if (!h.tsc_bit) {
+      p.why = "CPUID.01H:EDX[4] (TSC) is clear";
+    } else if (!h.prctl_enabled) {
+      p.why = "prctl(PR_GET_TSC) says RDTSC is disabled for this process";
+    } else {
+      p.usable = true;
+      p.why = h.tsc_required_missing();
+      p.forced = !p.why.empty();
+    }
+    return p;
+  }();
+  return plan;
 }
 
 inline HostFacts host_facts() {

@@ -14,7 +14,9 @@
 // refused because QEMU never sets invariant TSC (the reason says so) and the
 // OS clock chosen. Where RDTSCP is absent (a child executing it dies of
 // SIGILL), a child runs every library entry point with the TSC forced and
-// must survive: the library itself is observed executing no RDTSCP.
+// must survive: the library itself is observed executing no RDTSCP. Where
+// CPUID hides RDTSCP but the CPU executes it (a hypervisor's hiding), that
+// proof cannot run and says so; no_rdtscp_test reads the object code.
 // QEMU_CPU unset or an unknown model, or a CPU with RDTSCP: those checks
 // report TICKCLOCK_SKIPPED (counted as skipped by ci/summarize).
 #include <signal.h>
@@ -128,7 +130,17 @@ TEST_CASE("the library never executes RDTSCP (observed where RDTSCP raises SIGIL
     uint32_t aux;
     (void)tkt_x86_rdtscp(&aux);
   });
-  REQUIRE_MESSAGE(WIFSIGNALED(st), "RDTSCP did not trap although CPUID says it is absent");
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+    // a hypervisor can hide RDTSCP from CPUID while the CPU still executes
+    // it (a PVM guest does): no trap to observe, so this proof cannot run
+    // here; the object-code scan (no_rdtscp_test) holds on every host
+    tctest::skip(
+        "library executes no RDTSCP: CPUID hides RDTSCP but the CPU executes it (hidden by a "
+        "hypervisor, not absent), so a stray one would not trap; the object-code scan "
+        "no_rdtscp_test proves it instead");
+    return;
+  }
+  REQUIRE_MESSAGE(WIFSIGNALED(st), "a child executing RDTSCP neither trapped nor exited cleanly");
   REQUIRE(WTERMSIG(st) == SIGILL);
   // the library, with the TSC forced (every counter path in use) and then
   // automatic: every entry point survives, so none executes RDTSCP

@@ -29,6 +29,8 @@
 
 #include "doctest/doctest.h"
 #include "tests/support/child.h"
+#include "tests/support/host_costs.h"
+#include "tests/support/host_facts.h"
 #include "tests/support/skip.h"
 #include "tickclock.hpp"
 
@@ -73,6 +75,16 @@ using tctest::sleep_ms;
 // emulated counter (CNTVCT, the timebase, rdtime) follows the host's
 // CLOCK_MONOTONIC, which NTP slews by up to hundreds of ppm against the
 // CLOCK_MONOTONIC_RAW that calibration and re-validation use.
+// Before a child's first use: the counter in use wherever it executes. On
+// x86 the TSC is forced with TICKCLOCK_SOURCE=tsc where the kernel keeps
+// another clocksource (host_facts.h's counter_plan); every other ISA's
+// counter is the library's own choice where it is readable.
+void counter_in_use_here() {
+#if defined(__x86_64__) || defined(__i386__)
+  tctest::counter_plan().apply();
+#endif
+}
+
 bool emulated_counter() {
 #if defined(__x86_64__) || defined(__i386__)
   return false;
@@ -611,7 +623,10 @@ void on_alarm(int) {
 }
 
 void arm_timer_after_20ms() {
-  struct itimerval it = {{0, 500}, {0, 20000}};  // from 20 ms on, every 0.5 ms
+  // from 20 ms on, every 0.5 ms, or four handlers' cost where signals cost
+  // more (measured by the parent, before the child)
+  static long every_us = tctest::host_costs().timer_period_us(500, 4);
+  struct itimerval it = {{0, every_us}, {0, 20000}};
   setitimer(ITIMER_REAL, &it, nullptr);
 }
 void disarm_timer() {
@@ -624,6 +639,7 @@ void disarm_timer() {
 // 200 ms; the OS clock where there is none) and the timer first fires 20 ms
 // into it, when the library surely holds its lock in this thread.
 TEST_CASE("a signal handler during an initialisation reads the system clock and gets EBUSY") {
+  MESSAGE("host costs: " << tctest::host_costs().describe());  // measured here, not in the child
   check_clean(in_child([] {
     tctest::handle_alarm(on_alarm, SA_RESTART);
     tickclock_config cfg = {TKC_ARCH_COUNTER_OR_SYSTEM, 200, 0};
@@ -665,6 +681,7 @@ TEST_CASE("a signal handler during an initialisation reads the system clock and 
 TEST_CASE("re-validation every ms for 2 s with both CPUs busy never switches a healthy counter") {
   check_clean(in_child(
       [] {
+        counter_in_use_here();
         if (tickclock_info_get()->read_path != TICKCLOCK_READ_COUNTER)
           SKIP_CHILD("the counter is not in use here: nothing to re-validate");
         if (emulated_counter())
