@@ -26,11 +26,15 @@
 //                clock_gettime, raise SIGSEGV afterwards) -- recorded as a
 //                fact of the host, not a pass/fail
 // --fixture-out writes a fixture (CPUID dump, observed facts, expected
-// decision) ready for tests/fixtures/hosts/; its path is checked before
+// decision, the kernel command line's clock words) ready for
+// tests/fixtures/hosts/; its path is checked before
 // anything is measured, and it is written to a temporary file renamed over
 // the path only at the end. Ctrl-C (or SIGTERM) ends the run early: the
 // verdict is INCOMPLETE, the checks not finished are listed, the fixture
 // path is left as it was, and the exit status is 128 + the signal (130).
+// Where the OS clock was chosen over an x86 TSC, the verdict is followed by
+// why (what the host states), what it costs and what the operator may do
+// (validate_advice.cc; "refusal" in --json).
 #include <unistd.h>
 
 #include <cctype>
@@ -137,6 +141,7 @@ int cmd_validate(int argc, char **argv) {
                 (not_run.size() > 1 ? " were" : " was") + " NOT run. Next: " + nr_next
           : "PASS: " + who + " passed every check that applies";
   if (incomplete) fixture.abandon();  // an unfinished run is no record of the host
+  const Advice advice = incomplete ? Advice() : explain_refusal(r);
 
   if (FILE *fx = fixture.file()) {
     std::string lower = verdict_name;
@@ -146,6 +151,9 @@ int cmd_validate(int argc, char **argv) {
     std::fprintf(fx, "# validate.source: %s\n", who.c_str());
     std::fprintf(fx, "# validate.seconds: %g\n", seconds);
     std::fprintf(fx, "# observed.cpus: %zu\n", allowed_cpus().size());
+    // the kernel's clock words (a value is at most 207 characters)
+    std::string words = kernel_clock_words();
+    if (!words.empty()) std::fprintf(fx, "# kernel.cmdline_clock: %.200s\n", words.c_str());
     std::fprintf(fx, "# observed.drift_ppm: %.3f\n", r.drift_ppm);
     std::fprintf(fx, "# observed.warp_backward: %" PRIu64 "\n", r.warp_back);
     std::fprintf(fx, "# observed.warp_max_ticks: %" PRIu64 "\n", r.warp_max);
@@ -195,7 +203,7 @@ int cmd_validate(int argc, char **argv) {
                     ",\"forced\":" + json_b(info->forced) + ",\"seconds\":" + json_num(seconds) +
                     ",\"cpus\":" + json_u(allowed_cpus().size()) +
                     ",\"interrupted\":" + json_b(incomplete) +
-                    ",\"unfinished\":" + unfinished.json();
+                    ",\"unfinished\":" + unfinished.json() + ",\"refusal\":" + advice.json();
     o += ",\"checks\":[";
     for (size_t k = 0; k < items.size(); k++)
       o += (k ? "," : "") + std::string("{\"name\":") + json_str(items[k].name) +
@@ -218,6 +226,7 @@ int cmd_validate(int argc, char **argv) {
       std::printf("  [%-4s] %-12s %s%s\n", it.status.c_str(), it.name.c_str(), it.detail.c_str(),
                   it.advice.empty() ? "" : (" -- " + it.advice).c_str());
     std::printf("verdict: %s\n", verdict.c_str());
+    for (const std::string &l : advice.lines) std::printf("  %s\n", l.c_str());
     if (!fixture_out.empty() && !incomplete)
       std::printf("fixture written to %s\n", esc(fixture_out).c_str());
     else if (incomplete && !fixture_out.empty())

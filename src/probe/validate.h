@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tickclock_tools.h"
 
@@ -66,5 +67,32 @@ const char *traps(int st);  // "yes" (SIGSEGV), "no" (kept working), "unknown"
 std::string describe_status(int st);
 // Physical packages among the CPUs this process may run on; 0 unknown.
 int count_packages();
+
+// Beside the verdict where the OS clock was chosen over an x86 TSC
+// (validate_advice.cc): why, from what the host states; what it costs;
+// what the operator may do and when not to.
+struct Advice {
+  bool applies = false;
+  std::string clocksource, available;
+  std::string cmdline;            // the clock words of the kernel command line
+  std::string signature;          // CPUID's hypervisor signature ("" if none)
+  std::string kernel_hypervisor;  // whose paravirtual clock the kernel uses
+  bool outer = false;             // the signature is not that hypervisor's
+  double system_ns = 0, tsc_ns = 0, syscall_ns = 0;
+  std::vector<std::string> lines;  // the text, one finding a line
+  std::string json() const;        // an object, or null where it does not apply
+};
+// What advise() reads: the host's statements and the measured costs.
+struct AdviceFacts {
+  std::string clocksource, available, cmdline, signature, why;
+  bool invariant_tsc = true;
+  double system_ns = 0, tsc_ns = 0, syscall_ns = 0;
+};
+Advice advise(const AdviceFacts &f);  // pure: the tests feed it recorded hosts
+// This host's facts, where the OS clock was chosen over an x86 TSC; an
+// Advice that does not apply elsewhere.
+Advice explain_refusal(const Run &r);
+// The kernel command line's clock words ("tsc=unstable clocksource=kvm-clock").
+std::string kernel_clock_words();
 
 }  // namespace tickclock_probe

@@ -272,8 +272,8 @@ const Check kChecks[] = {
     {"cpuid", check_cpuid, true,
      "the CPU does not state an invariant TSC: use the OS clock here (TICKCLOCK_SOURCE=system)"},
     {"clocksource", check_clocksource, true,
-     "the kernel does not trust the TSC (see `dmesg | grep -i clocksource`): use the OS clock "
-     "here (TICKCLOCK_SOURCE=system)"},
+     "the kernel does not trust the TSC (see `dmesg | grep -i -E 'tsc|clocksource'`): use the "
+     "OS clock here (TICKCLOCK_SOURCE=system)"},
     {"frequency", check_frequency, true,
      "frequency sources disagree: keep TICKCLOCK_SOURCE=system and send the fixture "
      "(--fixture-out) with the report (tickclock-probe --json)"},

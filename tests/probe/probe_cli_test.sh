@@ -150,6 +150,10 @@ if [[ -n $want_verdict ]]; then
   check "validate's verdict is $want_verdict on this host (exit $rc)" json_has "$tmp/validate.json" \
     "d['verdict'] == '$want_verdict' and ('$want_source' == '' or d['source'] == '$want_source')"
 fi
+# Beside a verdict of the OS clock over an x86 TSC, the advice names this
+# kernel's clocksource (what the host states); beside a counter, none.
+check "validate's refusal advice follows its choice" json_has "$tmp/validate.json" \
+  "(d['refusal'] is None) == (d['source'] != 'system' or d['forced'] or ' tsc ' not in '$cpu_flags') and (d['refusal'] is None or (d['refusal']['clocksource'] == '$cur_cs' and len(d['refusal']['advice']) >= 4))"
 check "validate wrote a fixture" grep -q "^# expect.source: " "$tmp/fx.cpuid"
 # the fixture round-trips: `cpuid --file` decodes it as this CPU decodes live
 P cpuid --json > "$tmp/live.json" 2> /dev/null
@@ -222,6 +226,11 @@ if [[ -n $counter ]]; then
   rc=$?  # 0 PASS, 1 FAIL verdict, 2 the counter cannot be forced here
 fi
 if [[ $rc -le 1 ]]; then
+  # the source named in the environment is the run's, not the PR_SET_TSC
+  # children's: they judge the automatic path and complain about nothing
+  TICKCLOCK_SOURCE=$counter P validate --seconds 0.2 > /dev/null 2> "$tmp/env_err"
+  check "TICKCLOCK_SOURCE=$counter: validate's fault children print no refusal" \
+    bash -c "! grep -q 'is unusable' '$tmp/env_err'"
   check "validate --source $counter lists frequency sources" grep -q "\[.*\] frequency .* MHz" "$tmp/validate.txt"
   check "validate never lists a source at 0 MHz" bash -c "! grep -q ' 0\.000000 MHz' '$tmp/validate.txt'"
 else

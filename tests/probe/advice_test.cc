@@ -1,0 +1,154 @@
+// validate's advice beside a verdict of the OS clock (validate_advice.cc),
+// fed the facts of the hosts met so far: the reasons it gives come from
+// what each host states, it tells an outer hypervisor's CPUID signature
+// from the kernel's own, and it says what the refusal costs.
+#include <dirent.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "doctest/doctest.h"
+#include "src/probe/validate.h"
+
+using tickclock_probe::Advice;
+using tickclock_probe::AdviceFacts;
+using tickclock_probe::advise;
+
+namespace {
+bool has(const Advice &a, const std::string &text) {
+  for (const std::string &l : a.lines)
+    if (l.find(text) != std::string::npos) return true;
+  return a.json().find(text) != std::string::npos;
+}
+
+// A PVM guest nested in a bhyve VM: kvm-clock only, the TSC marked
+// unstable on the command line, the outer hypervisor's signature in CPUID.
+AdviceFacts pvm_guest() {
+  AdviceFacts f;
+  f.clocksource = "kvm-clock";
+  f.available = "kvm-clock";
+  f.cmdline =
+      "console=ttyS0 clocksource=kvm-clock tsc=reliable tsc=unstable quiet -- --init tsc=ignored";
+  f.signature = "bhyve bhyve ";
+  f.why = "tsc refused: the kernel prefers the paravirtual clock 'kvm-clock'";
+  f.system_ns = 26;
+  f.tsc_ns = 10.5;
+  f.syscall_ns = 2600;
+  return f;
+}
+}  // namespace
+
+TEST_CASE("a nested PVM guest: the command line's words, the outer signature, the costs") {
+  Advice a = advise(pvm_guest());
+  for (const std::string &l : a.lines) MESSAGE(l);
+  CHECK(a.applies);
+  CHECK(a.cmdline == "clocksource=kvm-clock tsc=reliable tsc=unstable");  // not init's words
+  CHECK(a.outer);
+  CHECK(has(a, "the kernel was told not to trust the TSC"));
+  CHECK(has(a, "'bhyve bhyve ' is not KVM"));
+  CHECK(has(a, "outer hypervisor"));
+  CHECK(has(a, "26.0 ns a read against the TSC's 10.5 ns (2.5x)"));
+  CHECK(has(a, "system call, 2.60 us here"));
+  CHECK(has(a, "dmesg | grep -i -E 'tsc|clocksource'"));
+  CHECK(has(a, "snapshots"));
+  CHECK(has(a, "\"outer_hypervisor\":true"));
+  CHECK(has(a, "\"syscall\":2600"));
+}
+
+TEST_CASE("kvm-clock under KVM itself: the signature is the kernel's own hypervisor") {
+  AdviceFacts f = pvm_guest();
+  f.signature = "KVMKVMKVM";
+  f.cmdline = "console=ttyS0";
+  Advice a = advise(f);
+  CHECK_FALSE(a.outer);
+  CHECK(a.cmdline.empty());
+  CHECK(has(a, "'KVMKVMKVM' is the hypervisor whose clock 'kvm-clock'"));
+  CHECK_FALSE(has(a, "outer hypervisor"));
+  CHECK_FALSE(has(a, "told not to trust"));
+}
+
+TEST_CASE("the Hyper-V TSC page: Hyper-V's signature matches, another one is an outer VM's") {
+  AdviceFacts f = pvm_guest();
+  f.clocksource = "hyperv_clocksource_tsc_page";
+  f.cmdline = "";
+  f.signature = "Microsoft Hv";
+  CHECK_FALSE(advise(f).outer);
+  f.signature = "KVMKVMKVM";
+  CHECK(advise(f).outer);
+}
+
+TEST_CASE("no paravirtual clock (hpet under TCG): no signature judgement, the CPU's lack named") {
+  AdviceFacts f;
+  f.clocksource = "hpet";
+  f.available = "hpet acpi_pm";
+  f.signature = "TCGTCGTCGTCG";
+  f.invariant_tsc = false;
+  f.why = "tsc refused: no invariant TSC";
+  f.system_ns = 40;
+  Advice a = advise(f);
+  CHECK_FALSE(a.outer);
+  CHECK(a.kernel_hypervisor.empty());
+  CHECK_FALSE(has(a, "CPUID signature"));
+  CHECK(has(a, "CPUID states no invariant TSC"));
+  CHECK(has(a, "the OS clock 40.0 ns a read;"));  // no TSC cost measured: no ratio
+  CHECK(has(a, "\"tsc\":null"));
+}
+
+TEST_CASE("every recorded host that gets the OS clock: the advice reads that host's statements") {
+  const char *srcdir = getenv("TEST_SRCDIR"), *ws = getenv("TEST_WORKSPACE");
+  std::string dir = srcdir && ws ? std::string(srcdir) + "/" + ws + "/tests/fixtures/hosts"
+                                 : std::string("tests/fixtures/hosts");
+  DIR *d = opendir(dir.c_str());
+  REQUIRE(d != nullptr);
+  int advised = 0, outer = 0;
+  while (struct dirent *e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n.size() < 7 || n.compare(n.size() - 6, 6, ".cpuid") != 0) continue;
+    CAPTURE(n);
+    std::string text;
+    FILE *f = fopen((dir + "/" + n).c_str(), "r");
+    REQUIRE(f != nullptr);
+    char buf[4096];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, got);
+    fclose(f);
+    std::unique_ptr<tickclock_fixture> fx(new tickclock_fixture);
+    char err[200];
+    REQUIRE(tickclock_fixture_parse(text.data(), text.size(), n.c_str(), fx.get(), err,
+                                    sizeof err) == 0);
+    auto meta = [&](const char *k) {
+      const char *v = tickclock_fixture_meta_get(fx.get(), k);
+      return std::string(v ? v : "");
+    };
+    if (meta("expect.source") != "system" || meta("clocksource").empty()) continue;
+    tickclock_x86_facts x;
+    tickclock_x86_decode(tickclock_fixture_cpuid, fx.get(), &x);
+    AdviceFacts facts;
+    facts.clocksource = meta("clocksource");
+    facts.available = meta("available_clocksource");
+    facts.cmdline = meta("kernel.cmdline_clock");
+    facts.signature = x.hv_valid ? x.hv_signature : "";
+    facts.invariant_tsc = x.invariant_tsc != 0;
+    facts.why = "(recorded)";
+    facts.system_ns = atof(meta("read_ns.system").c_str());
+    facts.tsc_ns = atof(meta("read_ns.tsc").c_str());
+    facts.syscall_ns = 2600;
+    Advice a = advise(facts);
+    MESSAGE(n << ": " << a.lines[0]);
+    CHECK(has(a, "'" + facts.clocksource + "'"));
+    if (!x.invariant_tsc) CHECK(has(a, "no invariant TSC"));
+    if (facts.cmdline.find("tsc=unstable") != std::string::npos)
+      CHECK(has(a, "told not to trust the TSC"));
+    // kvm-clock seen with another hypervisor's signature: the nested guest
+    if (facts.clocksource == "kvm-clock" && facts.signature != "KVMKVMKVM") CHECK(a.outer);
+    advised++;
+    outer += a.outer;
+  }
+  closedir(d);
+  MESSAGE(advised << " recorded hosts on the OS clock advised, " << outer
+                  << " seeing an outer hypervisor's signature");
+  CHECK(advised >= 2);
+  CHECK(outer >= 1);  // the nested PVM guest
+}
