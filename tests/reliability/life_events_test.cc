@@ -351,7 +351,8 @@ TEST_CASE(
   // The decision this host makes unhindered: where it takes the counter,
   // the denied clock must be the reason it is refused; where it already
   // refuses the counter earlier (kvm-clock, tsc=unstable), that earlier
-  // reason stands, word for word.
+  // reason stands, word for word (followed by the note that the clocks are
+  // read through the system call).
   static int host_source = -1;
   static std::string host_why;
   REQUIRE(host_decision(&host_source, &host_why));
@@ -369,8 +370,8 @@ TEST_CASE(
         EXPECT(i->source == TICKCLOCK_SOURCE_SYSTEM);
         if (host_source != TICKCLOCK_SOURCE_SYSTEM)
           EXPECT(strstr(i->why, "CLOCK_MONOTONIC_RAW could not be read") != nullptr);
-        else
-          EXPECT(host_why == i->why);
+        else  // the same refusal, then what the system call adds
+          EXPECT(strncmp(i->why, host_why.c_str(), host_why.size()) == 0);
         uint64_t last = 0;
         for (int k = 0; k < 1000; k++) {
           uint64_t ns = tickclock_to_ns(tickclock_now());

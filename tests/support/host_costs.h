@@ -139,10 +139,11 @@ inline const HostCosts &host_costs() {
     h.signal_us = median_cost_ns(7, 200, [] { raise(SIGUSR2); }) / 1000;
     sigaction(SIGUSR2, &old, nullptr);
     h.timer_us = timer_signal_us();
-    h.syscall_us = median_cost_ns(7, 200, [] {
-                     struct timespec ts;
-                     syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
-                   }) /
+    h.syscall_us = median_cost_ns(7, 200,
+                                  [] {
+                                    struct timespec ts;
+                                    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+                                  }) /
                    1000;
     h.vdso_ns = median_cost_ns(7, 2000, [] {
       struct timespec ts;

@@ -21,10 +21,9 @@ using namespace tctest;
 namespace {
 
 const char *const kHosts[] = {
-    "kvm-amd-epyc-19-11-tsc.cpuid",
-    "firecracker-bhyve-amd-1a-02-kvmclock.cpuid",
-    "kvm-amd-1a-02-tsc.cpuid",
-    "firecracker-intel-06-cf-tsc.cpuid",
+    "kvm-amd-epyc-19-11-tsc.cpuid", "firecracker-bhyve-amd-1a-02-kvmclock.cpuid",
+    "kvm-amd-1a-02-tsc.cpuid",      "firecracker-intel-06-cf-tsc.cpuid",
+    "kvm-intel-06-a7-tsc.cpuid",
 };
 
 std::string host_dir() { return runfiles_root() + "/tests/fixtures/hosts"; }
@@ -121,6 +120,11 @@ TEST_CASE("host: Intel 6/0xCF under Firecracker/KVM, clocksource tsc: the TSC by
   // reconstructed (no dump was kept there): the choice from the recorded facts
   replay("firecracker-intel-06-cf-tsc.cpuid",
          {"tsc", "calibration", "unknown (not recorded)", "yes"});
+}
+
+TEST_CASE("host: Intel 6/0xA7 under Firecracker/KVM, clocksource tsc: the TSC by calibration") {
+  // recorded by validate --fixture-out there
+  replay("kvm-intel-06-a7-tsc.cpuid", {"tsc", "calibration", "pass", "yes"});
 }
 
 // The emulated guests' fixtures: what `tickclock-probe validate` recorded

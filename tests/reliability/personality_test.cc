@@ -1,0 +1,289 @@
+// Every recorded host as a personality the host-facing suites run under.
+// Each fixture in tests/fixtures/hosts (written by `tickclock-probe
+// validate --fixture-out` on a real machine, or by the guest lab inside
+// an emulated one) drives the fake platform: its CPUID leaves, the
+// kernel's clocksource and the clocks it offers, the counter's rate
+// (calibration_hz), the two read costs, and whether PR_SET_TSC traps
+// there. Under each, the library runs from its first use through the
+// events of a process's life -- the decision, RDTSC disabled before first
+// use and after it, CLOCK_MONOTONIC_RAW denied, the kernel leaving the TSC,
+// re-initialisations and switches -- on one simulated time line, so a
+// suite that passes on the machine at hand is known to hold on every kind
+// of machine met so far. A new fixture is a new personality: nothing here
+// names one. (The guest lab runs the same suites on real emulated kernels.)
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "doctest/doctest.h"
+#include "fixture.h"
+#include "tests/support/fake_platform.h"
+
+namespace {
+
+struct Host {
+  std::string name, text;
+  std::unique_ptr<tickclock_fixture> fx;
+  std::string meta(const char *k) const {
+    const char *v = tickclock_fixture_meta_get(fx.get(), k);
+    return v ? v : "";
+  }
+};
+
+std::string hosts_dir() {
+  const char *srcdir = getenv("TEST_SRCDIR"), *ws = getenv("TEST_WORKSPACE");
+  if (srcdir && ws) return std::string(srcdir) + "/" + ws + "/tests/fixtures/hosts";
+  return "tests/fixtures/hosts";
+}
+
+const std::vector<Host> &hosts() {
+  static std::vector<Host> all = [] {
+    std::vector<Host> v;
+    std::vector<std::string> names;
+    if (DIR *d = opendir(hosts_dir().c_str())) {
+      while (struct dirent *e = readdir(d)) {
+        std::string n = e->d_name;
+        if (n.size() > 6 && n.compare(n.size() - 6, 6, ".cpuid") == 0) names.push_back(n);
+      }
+      closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    for (const std::string &n : names) {
+      Host h;
+      h.name = n;
+      FILE *f = fopen((hosts_dir() + "/" + n).c_str(), "r");
+      REQUIRE(f != nullptr);
+      char buf[4096];
+      size_t got;
+      while ((got = fread(buf, 1, sizeof buf, f)) > 0) h.text.append(buf, got);
+      fclose(f);
+      h.fx.reset(new tickclock_fixture);
+      char err[200];
+      REQUIRE_MESSAGE(tickclock_fixture_parse(h.text.data(), h.text.size(), n.c_str(), h.fx.get(),
+                                              err, sizeof err) == 0,
+                      err);
+      v.push_back(std::move(h));
+    }
+    return v;
+  }();
+  return all;
+}
+
+// The fake platform in a host's personality. The fixture answers CPUID;
+// everything else is the fake world, set from the fixture's metadata.
+const tickclock_fixture *g_fx = nullptr;
+int fixture_cpuid(void *, uint32_t leaf, uint32_t sub, tickclock_cpuid_regs *r) {
+  return tickclock_fixture_cpuid((void *)g_fx, leaf, sub, r);
+}
+
+struct Personality {
+  const Host &h;
+  FakeWorld w;
+  tickclock_platform p;
+  bool traps;  // PR_SET_TSC observed to make RDTSC trap there
+  explicit Personality(const Host &host) : h(host) {
+    g_fx = h.fx.get();
+    w.clocksource = h.meta("clocksource");
+    w.available = h.meta("available_clocksource");
+    if (w.available.empty()) w.available = w.clocksource;
+    // the counter at the rate calibration measured there (kHz; 2.5 GHz
+    // where the fixture records none), each read at its recorded cost
+    unsigned long long num = 0, den = 1;
+    std::string cal = h.meta("calibration_hz");
+    if (sscanf(cal.c_str(), "%llu/%llu", &num, &den) >= 1 && den != 0 && num / den > 1000000) {
+      w.num = (uint64_t)llround((double)num / (double)den / 1e3);
+      w.den = 1000000;
+    }
+    double tsc_ns = atof(h.meta("read_ns.tsc").c_str()), sys_ns = atof(h.meta("read_ns.system").c_str());
+    if (tsc_ns >= 1) w.read_cost_ns = (uint64_t)llround(tsc_ns);
+    if (sys_ns >= 1) w.os_cost_ns = (uint64_t)llround(sys_ns);
+    traps = h.meta("observed.pr_set_tsc_traps") == "yes";
+    p = fake::full(&w);
+    p.cpuid = fixture_cpuid;
+  }
+  const tickclock_info *init(const tickclock_config *cfg = nullptr) {
+    tkc_set_platform(&p);
+    tickclock_revalidate_every(0);
+    int rc = tickclock_init(cfg);
+    INFO("tickclock_init: " << rc << ", " << tickclock_info_get()->why);
+    REQUIRE((rc == TICKCLOCK_OK || (cfg != nullptr && rc == TICKCLOCK_EUNAVAILABLE)));
+    return tickclock_info_get();
+  }
+  void run_ms(uint64_t ms) {  // the process works on: time passes, what is due runs
+    for (uint64_t k = 0; k < ms; k++) {
+      w.now_ns += 1000000;
+      (void)tickclock_to_ns(tickclock_now());
+    }
+  }
+  ~Personality() {
+    tkc_set_platform(NULL);
+    g_fx = nullptr;
+  }
+};
+
+const tickclock_candidate *cand(const tickclock_info *i, int src) {
+  for (unsigned k = 0; k < i->n_candidates; k++)
+    if (i->candidates[k].source == src) return &i->candidates[k];
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_SUITE("x86") {
+  TEST_CASE("every recorded host is a personality (at least the four real kinds)") {
+    int real = 0;
+    for (const Host &h : hosts()) {
+      MESSAGE(h.name << ": expect " << h.meta("expect.source") << " ("
+                     << h.meta("expect.freq") << "), clocksource '" << h.meta("clocksource")
+                     << "', PR_SET_TSC traps " << h.meta("observed.pr_set_tsc_traps"));
+      CHECK_MESSAGE(!h.meta("expect.source").empty(), h.name << ": no # expect.source");
+      if (h.meta("emulated").empty()) real++;
+    }
+    CHECK(real >= 4);
+  }
+
+  TEST_CASE("the decision at first use is the one the host recorded") {
+    for (const Host &h : hosts()) {
+      CAPTURE(h.name);
+      Personality ps(h);
+      const tickclock_info *i = ps.init();
+      ps.run_ms(20);  // a published rate's cross-check, the first refinement
+      i = tickclock_info_get();
+      INFO(i->why);
+      CHECK(std::string(i->source_name) == h.meta("expect.source"));
+      if (i->source == TICKCLOCK_SOURCE_TSC) {
+        CHECK(std::string(i->freq_detail) == h.meta("expect.freq"));
+        CHECK(fabs(i->hz / (double)ps.w.hz() - 1) < 1e-4);
+      } else {
+        CHECK(i->scaled == 0);  // ticks are nanoseconds
+      }
+      CHECK(i->why[0] != '\0');
+    }
+  }
+
+  TEST_CASE("RDTSC disabled before first use: the OS clock through the system call, no trap") {
+    for (const Host &h : hosts()) {
+      CAPTURE(h.name);
+      Personality ps(h);
+      ps.w.prctl_mode = TICKCLOCK_PRCTL_SIGSEGV;
+      const tickclock_info *i = ps.init();
+      uint64_t last = 0;
+      for (int k = 0; k < 100; k++) {
+        uint64_t ns = tickclock_to_ns(tickclock_now());
+        CHECK(ns >= last);
+        last = ns;
+      }
+      CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
+      CHECK(i->read_path == TICKCLOCK_READ_OS_SYSCALL);
+      const tickclock_candidate *t = cand(i, TICKCLOCK_SOURCE_TSC);
+      REQUIRE(t != nullptr);
+      CHECK(strstr(t->reason, "PR_SET_TSC") != nullptr);
+      CHECK(ps.w.counter_traps == 0);
+      CHECK(ps.w.vdso_traps == 0);
+    }
+  }
+
+  TEST_CASE("RDTSC disabled after first use: the next check leaves every trapping read") {
+    for (const Host &h : hosts()) {
+      CAPTURE(h.name);
+      Personality ps(h);
+      ps.init();
+      ps.run_ms(5);
+      uint64_t before = tickclock_to_ns(tickclock_now());
+      ps.w.prctl_mode = TICKCLOCK_PRCTL_SIGSEGV;  // the program calls prctl(PR_SET_TSC)
+      int rc = tickclock_revalidate();
+      const tickclock_info *i = tickclock_info_get();
+      INFO(i->why);
+      CHECK(i->read_path == TICKCLOCK_READ_OS_SYSCALL);
+      CHECK(rc == (h.meta("expect.source") == "tsc" ? TICKCLOCK_SWITCHED : 0));
+      uint64_t traps = ps.w.counter_traps + ps.w.vdso_traps;
+      uint64_t after = tickclock_to_ns(tickclock_now());
+      CHECK(after >= before);
+      CHECK(ps.w.counter_traps + ps.w.vdso_traps == traps);  // nothing more would trap
+      if (ps.traps) MESSAGE(h.name << ": PR_SET_TSC traps there; every read now a system call");
+    }
+  }
+
+  TEST_CASE("CLOCK_MONOTONIC_RAW denied at first use: nothing calibrates on garbage") {
+    for (const Host &h : hosts()) {
+      CAPTURE(h.name);
+      std::string unhindered;
+      {
+        Personality ps(h);
+        unhindered = ps.init()->why;
+      }
+      Personality ps(h);
+      ps.w.raw_fail = 1;
+      const tickclock_info *i = ps.init();
+      INFO(i->why);
+      CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
+      if (h.meta("expect.source") == "tsc")
+        CHECK(strstr(i->why, "CLOCK_MONOTONIC_RAW could not be read") != nullptr);
+      else  // refused earlier, for the host's own reason
+        CHECK(unhindered == i->why);
+    }
+  }
+
+  TEST_CASE("the TSC asked for wherever RDTSC executes: calibrated to the personality's rate") {
+    for (const Host &h : hosts()) {
+      CAPTURE(h.name);
+      Personality ps(h);
+      tickclock_config cfg = {TICKCLOCK_SOURCE_TSC, 0, 0};
+      const tickclock_info *i = ps.init(&cfg);
+      INFO(i->why);
+      CHECK(i->source == TICKCLOCK_SOURCE_TSC);
+      ps.run_ms(1100);  // the refinements, up to a 1 s baseline
+      i = tickclock_info_get();
+      CHECK(i->source == TICKCLOCK_SOURCE_TSC);
+      CHECK(fabs(i->hz / (double)ps.w.hz() - 1) * 1e6 <= i->uncertainty_ppm + 0.01);
+    }
+  }
+
+  TEST_CASE("re-initialisations and switches: one tick unit, to_ns(now()) never decreases") {
+    for (const Host &h : hosts()) {
+      CAPTURE(h.name);
+      Personality ps(h);
+      ps.init();
+      uint64_t t0 = tickclock_now(), ns0 = tickclock_to_ns(t0), last = ns0;
+      const int seq[] = {TICKCLOCK_SOURCE_SYSTEM, TICKCLOCK_SOURCE_TSC, TICKCLOCK_SOURCE_AUTO,
+                         TICKCLOCK_SOURCE_TSC, TICKCLOCK_SOURCE_SYSTEM, TICKCLOCK_SOURCE_AUTO};
+      for (int src : seq) {
+        CAPTURE(src);
+        tickclock_config cfg = {src, 5, 0};
+        REQUIRE(tickclock_init(&cfg) == TICKCLOCK_OK);
+        ps.run_ms(3);
+        uint64_t ns = tickclock_to_ns(tickclock_now());
+        CHECK(ns >= last);
+        last = ns;
+        CHECK(tickclock_to_ns(t0) == ns0);  // an earlier tick keeps its meaning
+      }
+      CHECK(tickclock_info_get()->unit_source == (h.meta("expect.source") == "tsc"
+                                                      ? TICKCLOCK_SOURCE_TSC
+                                                      : TICKCLOCK_SOURCE_SYSTEM));
+    }
+  }
+
+  TEST_CASE("the kernel leaves the TSC (its watchdog): the next check follows it") {
+    for (const Host &h : hosts()) {
+      CAPTURE(h.name);
+      Personality ps(h);
+      const tickclock_info *i = ps.init();
+      if (i->source != TICKCLOCK_SOURCE_TSC) continue;  // nothing to leave
+      ps.run_ms(5);
+      uint64_t before = tickclock_to_ns(tickclock_now());
+      ps.w.clocksource = "hpet";
+      CHECK(tickclock_revalidate() == TICKCLOCK_SWITCHED);
+      i = tickclock_info_get();
+      INFO(i->why);
+      CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
+      CHECK(strstr(i->why, "clocksource changed") != nullptr);
+      CHECK(tickclock_to_ns(tickclock_now()) >= before);
+    }
+  }
+}
