@@ -283,8 +283,8 @@ int cmd_timing(int argc, char **argv) {
     throw UsageError{m};
   };
   if (chosen.empty() && family >= 0)
-    fail_usage("--source " + source + ": not usable here: not a source of this machine (its reads: " +
-               names + ")");
+    fail_usage("--source " + source +
+               ": not usable here: not a source of this machine (its reads: " + names + ")");
   if (chosen.empty())
     fail_usage("--source: unknown source '" + source + "' (expected all, " + source_vocabulary() +
                "; this machine's reads: " + names + ")");

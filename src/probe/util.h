@@ -63,8 +63,9 @@ void parse_options(int argc, char **argv, const char *expected, F on) {
 }
 
 // --source NAME for validate/warp (a source, or a read standing for its
-// source): re-initialises tickclock with that source forced, or throws a UsageError saying why it cannot be used here
-// (an unknown name: the list of valid ones).
+// source): re-initialises tickclock with that source forced, or throws a
+// UsageError saying why it cannot be used here (an unknown name: the list
+// of valid ones).
 void force_source(const std::string &name);
 // The current state, once a frequency published at first use has had its
 // cross-check with calibration (due 1 ms after publication, later when the
