@@ -143,11 +143,17 @@ def out_dir(args):
 
 def help_epilog():
     """HELP_EPILOG with the cell counts of the table (counted, never typed in)."""
-    cells = all_cells()
-    guest = sum(1 for c in cells if c.kind == "guest")
-    quick = sum(1 for c in cells if any(re.search(q, c.name) for q in QUICK))
     text = HELP_EPILOG
-    for k, v in (("all", len(cells)), ("rest", len(cells) - guest), ("guest", guest), ("quick", quick)):
+    try:
+        cells = all_cells()
+    except (OSError, ValueError) as e:  # the table's files missing: --help still answers
+        counts = (("all", "?"), ("rest", "?"), ("guest", "?"), ("quick", "?"))
+        text += "\n(cell counts unknown: %s)\n" % e
+    else:
+        guest = sum(1 for c in cells if c.kind == "guest")
+        quick = sum(1 for c in cells if any(re.search(q, c.name) for q in QUICK))
+        counts = (("all", len(cells)), ("rest", len(cells) - guest), ("guest", guest), ("quick", quick))
+    for k, v in counts:
         text = text.replace("{%s}" % k, str(v))
     return text
 
