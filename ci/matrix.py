@@ -42,11 +42,11 @@ OUT_ONLY = os.path.join(ROOT, "out", "matrix-only")  # where --only runs go with
 
 HELP_EPILOG = """\
 time:
-  the full matrix (249 cells) on 2 cores: about 30 minutes with warm Bazel
-  caches (the 218 compiler, target and CPU cells took 25 min, the 31 guest
-  cells add about 4 min), about 45 minutes cold (fresh clone); --quick
-  (31 cells) 2-11 minutes; one language-mode cell a few seconds; --list,
-  --rerender, --merge and --help run nothing.
+  the full matrix ({all} cells) on 2 cores: about 30 minutes with warm Bazel
+  caches (the compiler, target and CPU cells, {rest} now, took 25 min; the
+  {guest} guest cells add about 4 min), about 45 minutes cold (fresh clone);
+  --quick ({quick} cells) 2-11 minutes; one language-mode cell a few seconds;
+  --list, --rerender, --merge and --help run nothing.
 
 requirements:
   Debian 12 (x86-64), python3, Bazel 4.2.3 (bazel-bootstrap); the compilers,
@@ -76,7 +76,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def parser():
-    ap = Parser(prog="ci/matrix", description=__doc__.split("\n\n")[0], epilog=HELP_EPILOG,
+    ap = Parser(prog="ci/matrix", description=__doc__.split("\n\n")[0], epilog=help_epilog(),
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="a handful of representative cells (< 10 min)")
     ap.add_argument("--only", metavar="REGEX", help="only cells whose name matches (case-insensitive search)")
@@ -139,6 +139,23 @@ def out_dir(args):
     if args.remote_cache is not None and not re.match(r"^(https?|grpcs?)://\S+$", args.remote_cache):
         raise Usage("--remote-cache '%s': expected a URL (http://HOST:PORT, grpc://HOST:PORT, ...)" % args.remote_cache)
     return out
+
+
+def help_epilog():
+    """HELP_EPILOG with the cell counts of the table (counted, never typed in)."""
+    text = HELP_EPILOG
+    try:
+        cells = all_cells()
+    except (OSError, ValueError) as e:  # the table's files missing: --help still answers
+        counts = (("all", "?"), ("rest", "?"), ("guest", "?"), ("quick", "?"))
+        text += "\n(cell counts unknown: %s)\n" % e
+    else:
+        guest = sum(1 for c in cells if c.kind == "guest")
+        quick = sum(1 for c in cells if any(re.search(q, c.name) for q in QUICK))
+        counts = (("all", len(cells)), ("rest", len(cells) - guest), ("guest", guest), ("quick", quick))
+    for k, v in counts:
+        text = text.replace("{%s}" % k, str(v))
+    return text
 
 
 def select(args):

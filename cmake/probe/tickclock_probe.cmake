@@ -29,4 +29,7 @@ if(TICKCLOCK_INSTALL)
   install(FILES "${CMAKE_CURRENT_SOURCE_DIR}/cmake/probe/tickclock-probe.bash"
           DESTINATION "${CMAKE_INSTALL_DATADIR}/bash-completion/completions"
           RENAME tickclock-probe)
+  # the JSON Schema of every --json output, which the man page points to
+  install(FILES "${CMAKE_CURRENT_SOURCE_DIR}/src/probe/schema/tickclock-probe.schema.json"
+          DESTINATION "${CMAKE_INSTALL_DATADIR}/tickclock-probe")
 endif()

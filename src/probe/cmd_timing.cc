@@ -268,17 +268,29 @@ int cmd_timing(int argc, char **argv) {
   std::vector<Reader> readers = all_readers();
   std::vector<const Reader *> chosen;
   std::string names;
+  // --source: all, one read by its name, or a source's reads (the
+  // vocabulary validate and warp take: tsc = rdtsc, lfence_rdtsc, rdtscp)
+  bool one_read = false;
+  for (const Reader &r : readers) one_read = one_read || source == r.name;
+  const int family = source == "all" || one_read ? -1 : source_of_name(source);
   for (const Reader &r : readers) {
     names += (names.empty() ? "" : ", ") + r.name;
-    if (source == "all" || source == r.name) chosen.push_back(&r);
+    if (source == "all" || source == r.name || (family >= 0 && source_of_name(r.name) == family))
+      chosen.push_back(&r);
   }
   auto fail_usage = [&](const std::string &m) {
     if (svg_file) std::fclose(svg_file);
     throw UsageError{m};
   };
+  if (chosen.empty() && family >= 0)
+    fail_usage("--source " + source +
+               ": not usable here: not a source of this machine (its reads: " + names + ")");
   if (chosen.empty())
-    fail_usage("--source: unknown source '" + source + "' (expected all, " + names + ")");
-  if (chosen.size() == 1 && !chosen[0]->usable)
+    fail_usage("--source: unknown source '" + source + "' (expected all, " + source_vocabulary() +
+               "; this machine's reads: " + names + ")");
+  bool any_usable = false;
+  for (const Reader *r : chosen) any_usable = any_usable || r->usable;
+  if (source != "all" && !any_usable)
     fail_usage("--source " + source + ": not usable here: " + chosen[0]->why_not);
 
   size_t n_usable = 0;

@@ -64,9 +64,9 @@ int cmd_validate(int argc, char **argv) {
                   fixture_out = o.value();
                   return true;
                 });
-  if (!source.empty() && tickclock_source_from_name(source.c_str()) < 0)
-    throw UsageError{"--source: unknown source '" + source + "' (expected one of " +
-                     source_names() + ")"};
+  if (!source.empty() && source_of_name(source) < 0)
+    throw UsageError{"--source: unknown source '" + source + "' (expected " + source_vocabulary() +
+                     ")"};
   // the fixture's file is opened before anything is measured: a bad path
   // fails at once. It is a temporary file until the run finishes: an
   // interrupted or failed run leaves whatever the path held.

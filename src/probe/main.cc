@@ -6,6 +6,7 @@
 // be written; 4 inconclusive (an essential check could not run); 128 + N
 // interrupted by signal N (130 for Ctrl-C, 143 for SIGTERM).
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,11 +23,13 @@ const Command kCommands[] = {
     {"", cmd_report, "report [--json]",
      "The report: source, frequency, candidates, reasons. The default: `tickclock-probe`\n"
      "with no subcommand is the same as `tickclock-probe report`.\n"
-     "  --json        machine-readable (src/probe/schema/tickclock-probe.schema.json)\n"},
+     "  --json        machine-readable (the schema: see tickclock-probe --help)\n"},
     {"timing", cmd_timing, "timing [--seconds S] [--source NAME|all] [--json] [--svg F]",
      "pg_test_timing for every read this machine has.\n"
      "  --seconds S   total measuring time, split evenly between the sources (default 1)\n"
-     "  --source NAME one read (tickclock_now, rdtsc, clock_gettime, ...) or all (default)\n"
+     "  --source NAME one read (tickclock_now, rdtsc, clock_gettime, ...), a source's\n"
+     "                reads (tsc: rdtsc, lfence_rdtsc, rdtscp; system: clock_gettime*;\n"
+     "                auto: tickclock_now*) or all (default)\n"
      "  --json        machine-readable\n"
      "  --svg F       also draw the histograms into F (checked before measuring)\n"
      "Ends with a summary table, one line per source.\n"
@@ -40,7 +43,8 @@ const Command kCommands[] = {
      "the only check that sees per-CPU offsets; pinned to one CPU (taskset -c 0, a\n"
      "one-CPU cpuset) while others are online it cannot run: run with >= 2 CPUs.\n"
      "  --seconds S   time for drift, monotonicity and warp together (default 2)\n"
-     "  --source NAME force a source: auto, system, tsc, ... (default: tickclock's choice)\n"
+     "  --source NAME force a source: auto, system, tsc, ..., or a read of timing\n"
+     "                standing for its source (rdtsc: tsc) (default: tickclock's choice)\n"
      "  --fixture-out F  write this host's fixture to F (checked before measuring;\n"
      "                written to a temporary file and renamed over F only when the\n"
      "                run finishes: an interrupted run leaves F as it was)\n"
@@ -55,7 +59,7 @@ const Command kCommands[] = {
     {"warp", cmd_warp, "warp [--seconds S] [--source NAME] [--json]",
      "Cross-CPU ordering test (every CPU pair).\n"
      "  --seconds S   total time, split between the CPU pairs (default 2)\n"
-     "  --source NAME force a source (default: tickclock's choice)\n"
+     "  --source NAME force a source, as validate takes it (default: tickclock's choice)\n"
      "  --json        machine-readable\n"
      "Exit: 0 no warp, 1 a warp, 4 INCONCLUSIVE (one CPU allowed while others are\n"
      "online: no pair to test; run with >= 2 CPUs), 130/143 interrupted.\n"},
@@ -77,7 +81,9 @@ void usage(FILE *f) {
                "On a terminal, timing, validate and warp show a progress line on stderr\n"
                "(never in a pipe, never with --json).\n"
                "--json output: one object with schema_version, tool_version, command and\n"
-               "host first; the schema is src/probe/schema/tickclock-probe.schema.json.\n"
+               "host first; the schema is share/tickclock-probe/tickclock-probe.schema.json\n"
+               "under the install prefix (/usr/share/... from the .deb; in the source tree:\n"
+               "src/probe/schema/tickclock-probe.schema.json).\n"
                "Exit status:\n"
                "  0    success; validate: PASS\n"
                "  1    a check failed: validate FAIL, a warp, a backward step in timing\n"
@@ -134,6 +140,10 @@ bool is_help(const char *a) { return std::strcmp(a, "--help") == 0 || std::strcm
 
 int main(int argc, char **argv) {
   using namespace tickclock_probe;
+  // A reader that has gone (`tickclock-probe --json | head -c1`) is a write
+  // error like a full disk: finish() says so and exits 3, as documented,
+  // instead of the process dying silently of SIGPIPE (141).
+  std::signal(SIGPIPE, SIG_IGN);
   const Command &report = kCommands[0];
   if (argc >= 2 && is_help(argv[1])) {
     usage(stdout);

@@ -55,10 +55,49 @@ std::string source_names() {
   return v;
 }
 
-void force_source(const std::string &name) {
+namespace {
+// timing's reads and the source each belongs to (an ISA counter's reads
+// are named after the source: cntvct, cntvct_ordered)
+const struct {
+  const char *read;
+  int source;
+} kReads[] = {
+    {"tickclock_now", TICKCLOCK_SOURCE_AUTO},
+    {"tickclock_now_ordered", TICKCLOCK_SOURCE_AUTO},
+    {"rdtsc", TICKCLOCK_SOURCE_TSC},
+    {"lfence_rdtsc", TICKCLOCK_SOURCE_TSC},
+    {"rdtscp", TICKCLOCK_SOURCE_TSC},
+    {"clock_gettime", TICKCLOCK_SOURCE_SYSTEM},
+    {"clock_gettime_raw", TICKCLOCK_SOURCE_SYSTEM},
+    {"clock_gettime_coarse", TICKCLOCK_SOURCE_SYSTEM},
+};
+}  // namespace
+
+int source_of_name(const std::string &name) {
   int s = tickclock_source_from_name(name.c_str());
+  if (s >= 0) return s;
+  for (const auto &r : kReads)
+    if (name == r.read) return r.source;
+  const std::string suffix = "_ordered";
+  if (name.size() > suffix.size() &&
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    s = tickclock_source_from_name(name.substr(0, name.size() - suffix.size()).c_str());
+    if (s > TICKCLOCK_SOURCE_SYSTEM && s != TICKCLOCK_SOURCE_TSC && s != TICKCLOCK_SOURCE_QPC)
+      return s;
+  }
+  return -1;
+}
+
+std::string source_vocabulary() {
+  std::string reads;
+  for (const auto &r : kReads) reads += (reads.empty() ? "" : ", ") + std::string(r.read);
+  return "a source (" + source_names() + ") or a read (" + reads + ", <counter>_ordered)";
+}
+
+void force_source(const std::string &name) {
+  int s = source_of_name(name);
   if (s < 0)
-    throw UsageError{"--source: unknown source '" + name + "' (expected one of " + source_names() +
+    throw UsageError{"--source: unknown source '" + name + "' (expected " + source_vocabulary() +
                      ")"};
   tickclock_config cfg = {s, 0, 0};
   if (tickclock_init(&cfg) == TICKCLOCK_OK) return;

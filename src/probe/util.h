@@ -62,9 +62,10 @@ void parse_options(int argc, char **argv, const char *expected, F on) {
   }
 }
 
-// --source NAME for validate/warp: re-initialises tickclock with that
-// source forced, or throws a UsageError saying why it cannot be used here
-// (an unknown name: the list of valid ones).
+// --source NAME for validate/warp (a source, or a read standing for its
+// source): re-initialises tickclock with that source forced, or throws a
+// UsageError saying why it cannot be used here (an unknown name: the list
+// of valid ones).
 void force_source(const std::string &name);
 // The current state, once a frequency published at first use has had its
 // cross-check with calibration (due 1 ms after publication, later when the
@@ -72,6 +73,16 @@ void force_source(const std::string &name);
 const tickclock_info *settled_info();
 // The source names, from the core's name table: "auto, system, tsc, ...".
 std::string source_names();
+// --source NAME, one vocabulary for every subcommand: a source of the
+// library (auto, system, tsc, cntvct, ...; any case) or one of timing's
+// reads (tickclock_now, rdtsc, lfence_rdtsc, clock_gettime_raw,
+// cntvct_ordered, ...), each read belonging to one source: the reads of
+// tickclock itself to auto, the TSC's to tsc, clock_gettime's to system,
+// an ISA counter's to that counter. The source NAME names, or -1.
+int source_of_name(const std::string &name);
+// What --source accepts, for messages: "a source (auto, system, ...) or a
+// read (tickclock_now, ...)".
+std::string source_vocabulary();
 
 // Opens an output file (--svg; --fixture-out goes through AtomicOutput) before any measurement, so
 // a bad path fails at once. A regular file or a character device

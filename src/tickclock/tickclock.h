@@ -2,9 +2,12 @@
  *
  * The only header users include. C99 / C++11 common subset, libc only.
  *
- *   uint64_t t0 = tickclock_now();
- *   work();
- *   int64_t ns = tickclock_delta_ns(t0, tickclock_now());
+ * ```c
+ * uint64_t t0 = tickclock_now();
+ * work();
+ * int64_t ns = tickclock_delta_ns(t0, tickclock_now());
+ * ```
+ * (Every fenced block in this header is compiled and run by a test.)
  *
  * tickclock_now() reads the CPU's counter where it is trustworthy (the TSC
  * on x86 with invariant-TSC and the kernel's blessing) and the OS clock
@@ -498,18 +501,26 @@ TICKCLOCK_API int tickclock_duration_get(uint64_t start, uint64_t end, tickclock
 /* ---- sampled timing -------------------------------------------------------
  * Times a random subset of executions and estimates their total:
  *
- *   static tickclock_sampler smp;               one per thread, or per node
- *   tickclock_sampler_init(&smp, 1.0 / 64, seed);
- *   ...
- *   if (tickclock_sampler_should_time(&smp)) {  one decrement, one branch
- *     uint64_t t0 = tickclock_now();  work();
+ * ```c
+ * static tickclock_sampler smp;                  // one per thread, or per node
+ * tickclock_sampler_init(&smp, 1.0 / 64, 42);    // p = 1/64; any seed
+ * for (int k = 0; k < 10000; k++) {
+ *   if (tickclock_sampler_should_time(&smp)) {   // one decrement, one branch
+ *     uint64_t t0 = tickclock_now_ordered();     // not before the gap's draw
+ *     work();
  *     tickclock_duration d;
  *     tickclock_duration_get(t0, tickclock_now(), &d);
  *     tickclock_sampler_add(&smp, (double)d.ns, (double)d.bound_ns);
  *   } else {
  *     work();
  *   }
- *   tickclock_sampler_estimate(&smp, &est);     total with a 95 % interval
+ * }
+ * tickclock_estimate est;
+ * tickclock_sampler_estimate(&smp, &est);        // total with a 95 % interval
+ * ```
+ * The start is read with tickclock_now_ordered(): an unordered read may
+ * execute before the draw of the next gap (a logarithm and a division)
+ * has finished and add part of it to the timed executions only.
  *
  * Each execution is timed with probability p, independently of the others
  * (Bernoulli sampling): the gaps between timed executions are drawn from

@@ -1,9 +1,22 @@
 // tickclock — C++ API over the C core (C++11 and later).
 //
-//   auto t0 = tickclock::clock::now();
-//   work();
-//   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-//       tickclock::clock::now() - t0).count();
+// ```c++
+// auto t0 = tickclock::clock::now();
+// work();
+// auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+//     tickclock::clock::now() - t0).count();
+// ```
+//
+// Durations with their error bound (tickclock_duration_get):
+//
+// ```c++
+// tickclock::stopwatch sw;
+// work();
+// tickclock::bounded_duration b = sw.elapsed_bounded();  // b.value +- b.bound
+// std::uint64_t t0 = tickclock_now_ordered();
+// work();
+// tickclock::bounded_duration c = tickclock::duration_between(t0, tickclock_now());
+// ```
 //
 // tickclock::clock meets the TrivialClock requirements; its epoch is the
 // counter's (boot, for the TSC), so compare its time_points with each other

@@ -11,10 +11,12 @@
 #     //:single_header when that is given (one generator, one result).
 #  6. ctest runs the core's doctest suites from that build, and fails when
 #     it would run none (suites off; doctest missing);
-#  7. the install is relocatable: `cmake --install --prefix DIR`, the tree
-#     then moved, and the pkg-config and find_package consumers built
-#     against the new place; the .pc and the CMake target carry the thread
-#     library (static and shared builds);
+#  7. tickclock.pc names the prefix installed to (`cmake --install --prefix
+#     DIR` included) and works through a symlink; with
+#     TICKCLOCK_PC_RELOCATABLE=ON the install is relocatable: the tree
+#     moved, and the pkg-config and find_package consumers built against
+#     the new place; the .pc and the CMake target carry the thread library
+#     (static and shared builds);
 #  8. tickclock-probe is built and installed with its man page (groff
 #     without warnings) and bash completion, and every subcommand and flag
 #     the built probe's --help lists is in both;
@@ -152,10 +154,30 @@ pc_consumer() { # PCDIR LIBDIR
   cc -std=c11 -Wall -Wextra -Werror "$here/consumer/main.c" $flags -o "$work/pc_reloc" &&
     LD_LIBRARY_PATH="$2" "$work/pc_reloc"
 }
+# By default tickclock.pc names the prefix it was installed to (--prefix
+# at install time wins over the configured one), so a .pc reached through a
+# symlink (a folder of links on PKG_CONFIG_PATH) still gives the right
+# include path; ${pcfiledir} would give the link's folder.
+pc_symlinked() {
+  local d="$work/pc-link-prefix" links="$work/pc-links"
+  rm -rf "$d" "$links"
+  cmake --install "$work/lib" --prefix "$d" || return 1
+  echo "--- $d/lib/pkgconfig/tickclock.pc"; cat "$d/lib/pkgconfig/tickclock.pc"
+  grep -qx "prefix=$d" "$d/lib/pkgconfig/tickclock.pc" || { echo "prefix is not $d"; return 1; }
+  mkdir -p "$links" && ln -s "$d/lib/pkgconfig/tickclock.pc" "$links/tickclock.pc" || return 1
+  [[ "$(PKG_CONFIG_PATH="$links" pkg-config --variable=includedir tickclock)" -ef "$d/include" ]] ||
+    { echo "through the link, includedir is not $d/include"; return 1; }
+  pc_consumer "$links" "$d/lib"
+}
+step pc_through_a_symlink pc_symlinked
+# TICKCLOCK_PC_RELOCATABLE=ON: the prefix from the .pc's own place, for a
+# tree that will be moved.
 relocated() {
   local d="$work/reloc-a" moved="$work/reloc-b"
   rm -rf "$d" "$moved"
-  cmake --install "$work/lib" --prefix "$d" || return 1
+  cmake "$work/lib" -DTICKCLOCK_PC_RELOCATABLE=ON >/dev/null &&
+    cmake --install "$work/lib" --prefix "$d" || return 1
+  cmake "$work/lib" -DTICKCLOCK_PC_RELOCATABLE=OFF >/dev/null || return 1
   echo "--- $d/lib/pkgconfig/tickclock.pc"; cat "$d/lib/pkgconfig/tickclock.pc"
   if grep -n -e "$prefix" -e /usr/local "$d/lib/pkgconfig/tickclock.pc"; then
     echo "tickclock.pc names a fixed prefix"; return 1
@@ -194,6 +216,10 @@ probe_docs() {
   "$probe" --version && "$probe" --json >"$work/probe.json" &&
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["source"]' "$work/probe.json" ||
     return 1
+  # the JSON Schema the man page points to is installed where it says
+  cmp "$prefix/share/tickclock-probe/tickclock-probe.schema.json" \
+    "$src/src/probe/schema/tickclock-probe.schema.json" || { echo "schema not installed"; return 1; }
+  grep -q 'share/tickclock\\-probe/' "$man" || { echo "the man page does not name the installed schema"; return 1; }
   warn=$(groff -man -ww -z "$man" 2>&1)
   [[ -z "$warn" ]] || { echo "groff warnings: $warn"; return 1; }
   text=$(MANWIDTH=400 man -l "$man" 2>/dev/null | col -b)

@@ -374,9 +374,48 @@ version() {
     grep -Eq '^tickclock-probe [0-9]+\.[0-9]+\.[0-9]+ \(tickclock [0-9]+\.[0-9]+\.[0-9]+\)$' "$tmp/out"
 }
 check "--version" version
-check "validate --source nope lists the valid names" bad_at "expected one of auto, system, tsc, cntvct, timebase, tod, rdtime, qpc" validate --source nope
-check "warp --source nope lists the valid names" bad_at "expected one of auto, system, tsc" warp --source nope
-check "timing --source nope lists the valid names" bad_at "expected all, tickclock_now, " timing --source nope
+vocabulary="a source (auto, system, tsc, cntvct, timebase, tod, rdtime, qpc) or a read (tickclock_now, tickclock_now_ordered, rdtsc, "
+check "validate --source nope lists the valid names" bad_at "expected $vocabulary" validate --source nope
+check "warp --source nope lists the valid names" bad_at "expected $vocabulary" warp --source nope
+check "timing --source nope lists the valid names" bad_at "expected all, $vocabulary" timing --source nope
+
+# ---- one --source vocabulary: a source's name and a read's name everywhere ------------
+# timing --source system times clock_gettime's reads; validate --source
+# clock_gettime forces the OS clock, as --source system does
+timing_family() { # NAME, the reads it must time (JSON names, in order)
+  local name=$1
+  shift
+  P timing --seconds 0.1 --source "$name" --json > "$tmp/out" 2> "$tmp/err" || {
+    echo "exit $?: $(head -c 300 "$tmp/err")" > "$tmp/why"; return 1; }
+  local got
+  got=$(python3 -c 'import json,sys; print(" ".join(s["name"] for s in json.load(open(sys.argv[1]))["sources"]))' "$tmp/out")
+  [[ $got == "$*" ]] || { echo "timed '$got', want '$*'" > "$tmp/why"; return 1; }
+}
+check "timing --source system: clock_gettime's reads" timing_family system clock_gettime clock_gettime_raw clock_gettime_coarse
+check "timing --source SYSTEM (any case, as validate takes it)" timing_family SYSTEM clock_gettime clock_gettime_raw clock_gettime_coarse
+check "timing --source auto: tickclock's reads" timing_family auto tickclock_now tickclock_now_ordered
+check "timing --source clock_gettime_raw: that read only" timing_family clock_gettime_raw clock_gettime_raw
+validate_read_name() {
+  P validate --seconds 0.1 --source clock_gettime --json > "$tmp/out" 2> "$tmp/err"
+  local rc=$?
+  [[ $rc -eq 0 || $rc -eq 1 || $rc -eq 4 ]] || { echo "exit $rc: $(head -c 300 "$tmp/err")" > "$tmp/why"; return 1; }
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["source"] == "system" else 1)' "$tmp/out" ||
+    { echo "validate --source clock_gettime did not validate the OS clock" > "$tmp/why"; return 1; }
+}
+check "validate --source clock_gettime forces the OS clock" validate_read_name
+case "$(uname -m)" in
+  x86_64 | i?86)
+    tsc_everywhere() { # timing --source tsc is the TSC's reads, or says why not
+      P timing --seconds 0.1 --source tsc --json > "$tmp/out" 2> "$tmp/err"
+      local rc=$?
+      if [[ $rc -eq 2 ]]; then one_error_line $rc "--source tsc: not usable here: "; return; fi
+      [[ $rc -eq 0 ]] || { echo "exit $rc: $(head -c 300 "$tmp/err")" > "$tmp/why"; return 1; }
+      python3 -c 'import json,sys; n=[s["name"] for s in json.load(open(sys.argv[1]))["sources"]]; sys.exit(0 if n[:2] == ["rdtsc", "lfence_rdtsc"] and set(n) <= {"rdtsc", "lfence_rdtsc", "rdtscp"} else 1)' "$tmp/out" ||
+        { echo "timed something other than the TSC's reads" > "$tmp/why"; return 1; }
+    }
+    check "timing --source tsc: the TSC's reads, as validate --source tsc takes it" tsc_everywhere
+    ;;
+esac
 
 # ---- JSON frequencies are exact --------------------------------------------------
 check "report: frequency hz is num/den to the last bit" json_has "$tmp/report.json" \
@@ -423,6 +462,30 @@ if [[ -w /dev/full ]]; then
 else
   echo "skip /dev/full checks: no /dev/full here"
 fi
+
+# ---- a reader that has gone: exit 3 and one line, not a silent SIGPIPE ------------------
+# stdout is a pipe whose read end is closed before the probe starts (as
+# `tickclock-probe ... | head -c1` once head has exited); SIGPIPE at its
+# default, as a shell leaves it
+closed_pipe() { # args...
+  python3 - "$tmp/err" "${runner[@]}" "$probe_bin" "$@" > "$tmp/why" <<'PY'
+import os, subprocess, sys
+r, w = os.pipe()
+os.close(r)
+with open(sys.argv[1], "w") as err:
+    rc = subprocess.call(sys.argv[2:], stdout=w, stderr=err, restore_signals=True)
+lines = open(sys.argv[1]).read().splitlines()
+ok = rc == 3 and len(lines) == 1 and lines[0].endswith("cannot write the output: Broken pipe")
+if not ok:
+    print("exit %d, stderr: %s" % (rc, " | ".join(lines)[:300]))
+sys.exit(0 if ok else 1)
+PY
+}
+check "report --json into a closed pipe: exit 3, Broken pipe" closed_pipe --json
+check "--help into a closed pipe: exit 3" closed_pipe --help
+check "cpuid --help into a closed pipe: exit 3" closed_pipe cpuid --help
+check "timing into a closed pipe: exit 3" closed_pipe timing --seconds 0.1 --source clock_gettime
+check "warp into a closed pipe: exit 3" closed_pipe warp --seconds 0.1 --source system
 
 # ---- timing --seconds is the whole run ------------------------------------------------
 timing_total() {
