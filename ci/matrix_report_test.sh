@@ -10,7 +10,9 @@ tmp=${TEST_TMPDIR:-$(mktemp -d)}
 root=$tmp/root
 mkdir -p "$root/ci" "$root/out/matrix"
 cp "$src" "$root/ci/matrix.py"  # ROOT is the script's parent's parent
-cp "$(dirname "$src")"/*.py "$root/ci/"  # its modules: cell table, runner, shards, report, guest table
+cp "$(dirname "$src")"/*.py "$root/ci/"  # its modules: cell table, runner, shards, report
+mkdir -p "$root/ci/guest_lab"  # the guest table
+cp "$(dirname "$src")"/guest_lab/{__init__,guests}.py "$root/ci/guest_lab/"
 mkdir -p "$root/tests"  # the CPU-model table it reads
 cp "$TEST_SRCDIR/$TEST_WORKSPACE/tests/cpu_models.tsv" "$root/tests/"
 out=$root/out/matrix

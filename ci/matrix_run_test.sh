@@ -15,7 +15,9 @@ root=$tmp/root
 rm -rf "$root"
 mkdir -p "$root/ci" "$root/tests" "$tmp/bin"
 cp "$src" "$root/ci/matrix.py"  # ROOT is the script's parent's parent
-cp "$(dirname "$src")"/*.py "$root/ci/"  # its modules: cell table, runner, shards, report, guest table
+cp "$(dirname "$src")"/*.py "$root/ci/"  # its modules: cell table, runner, shards, report
+mkdir -p "$root/ci/guest_lab"  # the guest table
+cp "$(dirname "$src")"/guest_lab/{__init__,guests}.py "$root/ci/guest_lab/"
 cp "$TEST_SRCDIR/$TEST_WORKSPACE/tests/cpu_models.tsv" "$root/tests/"
 fail=0
 check() { # what, command...
