@@ -14,7 +14,7 @@ a CPU-model cell, are decided here too (Cell.driver, Cell.flags_for).
 import os
 import re
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 # Host compilers: name -> (C driver, C++ driver). Packages: ci/deps matrix NAME.
 COMPILERS = [
@@ -180,7 +180,7 @@ class Cell(object):
     def lang_compiles(self, single_dir, core_srcs):
         """A language-mode cell's compiler arguments: (its flags, the single
         header's implementation file flags or None, the library's compile,
-        the compile of tests/tickclock/c_api_test.c and ci/info_main.c)."""
+        the compile of tests/tickclock/c_api_test.c and ci/matrix_lab/info_main.c)."""
         xlang = ["-x", "c++"] if self.language.startswith("c++") else []
         flags = ["-std=" + self.language] + STRICT + [self.opt, "-pthread"]
         user = None
@@ -196,7 +196,7 @@ class Cell(object):
             # it as C++ too.
             lib = ["-c"] + xlang + flags + ["-D_GNU_SOURCE"] + inc + core_srcs
         mains = ["-c"] + xlang + flags + inc + [os.path.join(ROOT, "tests/tickclock/c_api_test.c"),
-                                               os.path.join(ROOT, "ci/info_main.c")]
+                                               os.path.join(ROOT, "ci/matrix_lab/info_main.c")]
         return flags, user, lib, mains
 
     def platform(self):

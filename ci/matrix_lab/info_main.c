@@ -1,4 +1,4 @@
-/* ci/info_main.c — prints what tickclock chose in this build, as one JSON
+/* ci/matrix_lab/info_main.c — prints what tickclock chose in this build, as one JSON
  * object on stdout, for the matrix report (ci/matrix): source, frequency
  * and how it was found, per-candidate read cost, the hot-path cost of
  * tickclock_now() measured here, and which compiler and language mode
@@ -13,7 +13,7 @@
 #include "tickclock.h"
 /* by its path from here: the one JSON escaper, whichever header this
  * build uses */
-#include "../src/tools/json_text.h"
+#include "../../src/tools/json_text.h"
 
 static void json_str(const char *s) {
   putchar('"');

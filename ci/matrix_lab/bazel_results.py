@@ -1,5 +1,5 @@
 """Bazel's per-test result lines, counted: the one implementation behind
-ci/summarize (ci/test's summary line) and ci/matrix (each Bazel cell).
+ci/matrix_lab/summarize (ci/test's summary line) and ci/matrix (each Bazel cell).
 
   - PASSED is a pass, unless the target's own test.log (under the
     bazel-testlogs folder; a sharded target: every shard_*/test.log) has a

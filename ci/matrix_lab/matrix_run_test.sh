@@ -14,10 +14,9 @@ tmp=${TEST_TMPDIR:-$(mktemp -d)}
 root=$tmp/root
 rm -rf "$root"
 mkdir -p "$root/ci" "$root/tests" "$tmp/bin"
-cp "$src" "$root/ci/matrix.py"  # ROOT is the script's parent's parent
-cp "$(dirname "$src")"/*.py "$root/ci/"  # its modules: cell table, runner, shards, report
-mkdir -p "$root/ci/guest_lab"  # the guest table
-cp "$(dirname "$src")"/guest_lab/{__init__,guests}.py "$root/ci/guest_lab/"
+mkdir -p "$root/ci/matrix_lab" "$root/ci/guest_lab"  # ROOT is two folders above the modules
+cp "$(dirname "$src")"/*.py "$root/ci/matrix_lab/"  # the command line, cell table, runner, shards, report
+cp "$(dirname "$src")"/../guest_lab/{__init__,guests}.py "$root/ci/guest_lab/"  # the guest table
 cp "$TEST_SRCDIR/$TEST_WORKSPACE/tests/cpu_models.tsv" "$root/tests/"
 fail=0
 check() { # what, command...
@@ -50,7 +49,7 @@ git -C "$root" -c user.name=t -c user.email=t@t commit -q -m base
 head=$(git -C "$root" rev-parse HEAD)
 echo "scratch" > "$root/scratch.txt"
 
-m() { (cd "$tmp" && PATH="$tmp/bin:$PATH" python3 "$root/ci/matrix.py" "$@"); }
+m() { (cd "$tmp" && PATH="$tmp/bin:$PATH" python3 "$root/ci/matrix_lab/matrix_main.py" "$@"); }
 guests='^guest (x86_64|aarch64)-max$'
 out=$root/out/matrix
 
@@ -77,7 +76,7 @@ check "--only: out/matrix untouched" cmp -s "$out/report.json" "$tmp/run1.json"
 
 # --- an interrupted run: partial report in current/, the previous stays -----
 rm -f "$tmp/gate"
-(cd "$tmp" && GUEST_GATE=$tmp/gate PATH="$tmp/bin:$PATH" exec python3 "$root/ci/matrix.py" \
+(cd "$tmp" && GUEST_GATE=$tmp/gate PATH="$tmp/bin:$PATH" exec python3 "$root/ci/matrix_lab/matrix_main.py" \
   --no-deps --only "$guests" --out "$out" > "$tmp/run2.txt" 2>&1) &
 pid=$!
 partial=no

@@ -9,10 +9,9 @@ src=$1
 tmp=${TEST_TMPDIR:-$(mktemp -d)}
 root=$tmp/root
 mkdir -p "$root/ci" "$root/out/matrix"
-cp "$src" "$root/ci/matrix.py"  # ROOT is the script's parent's parent
-cp "$(dirname "$src")"/*.py "$root/ci/"  # its modules: cell table, runner, shards, report
-mkdir -p "$root/ci/guest_lab"  # the guest table
-cp "$(dirname "$src")"/guest_lab/{__init__,guests}.py "$root/ci/guest_lab/"
+mkdir -p "$root/ci/matrix_lab" "$root/ci/guest_lab"  # ROOT is two folders above the modules
+cp "$(dirname "$src")"/*.py "$root/ci/matrix_lab/"  # the command line, cell table, runner, shards, report
+cp "$(dirname "$src")"/../guest_lab/{__init__,guests}.py "$root/ci/guest_lab/"  # the guest table
 mkdir -p "$root/tests"  # the CPU-model table it reads
 cp "$TEST_SRCDIR/$TEST_WORKSPACE/tests/cpu_models.tsv" "$root/tests/"
 out=$root/out/matrix
@@ -27,7 +26,7 @@ cat > "$out/report.json" <<'JSON'
 {"quick": false, "args": "", "finished": "2026-11-29 23:15:02 UTC", "elapsed_s": 2453.0,
  "started": "2026-11-29 22:34:09 UTC", "complete": true,
  "git": {"commit": "0123456789abcdef0123456789abcdef01234567", "branch": "main", "dirty": true,
-         "changed_count": 1, "changed": ["ci/matrix.py"]},
+         "changed_count": 1, "changed": ["ci/matrix_lab/matrix_main.py"]},
  "host": "test host", "jobs": 2, "cells": [
  {"name": "gcc-12 cross aarch64", "kind": "arch", "status": "PASS", "seconds": 107.3,
   "tests": {"passed": 24, "failed": 0, "skipped": 14}, "version": "gcc-12", "flags": "--config=aarch64",
@@ -47,7 +46,7 @@ cat > "$out/report.json" <<'JSON'
   "log": "logs/clang-13-bazel-x86_64.log", "reason": "/usr/bin/clang-13 not installed",
   "errors": null, "notes": null, "source": null}]}
 JSON
-python3 "$root/ci/matrix.py" --rerender > "$tmp/stdout" 2> "$tmp/stderr"
+python3 "$root/ci/matrix_lab/matrix_main.py" --rerender > "$tmp/stdout" 2> "$tmp/stderr"
 check "rerender exits 0" test $? -eq 0
 md=$out/report.md
 check "md: pass with skips" grep -qF "PASS (24 passed, 14 skipped)" "$md"
@@ -57,7 +56,7 @@ check "md: the skip reason" grep -qF "clang-13 bazel x86_64: /usr/bin/clang-13 n
 check "md: cell totals" grep -qF "1 passed, 1 failed, 1 skipped" "$md"
 check "md: source and frequency" grep -qF "62.500 MHz" "$md"
 check "html written" grep -qF "24 passed, 14 skipped" "$out/report.html"
-check "md: the commit and dirty state" grep -qF "commit 0123456789abcdef0123456789abcdef01234567 (main), dirty: 1 changed or untracked file(s): ci/matrix.py" "$md"
+check "md: the commit and dirty state" grep -qF "commit 0123456789abcdef0123456789abcdef01234567 (main), dirty: 1 changed or untracked file(s): ci/matrix_lab/matrix_main.py" "$md"
 check "md: start and end" grep -qF "started 2026-11-29 22:34:09 UTC, finished 2026-11-29 23:15:02 UTC" "$md"
 check "md: each skipped test of a cell, with its reason" grep -qF -- '- `//tests/reliability:security_test`: secure_getenv under AT_SECURE: cannot make a setgid binary here (not root)' "$md"
 check "html: skipped tests in an expandable row" grep -qF "<details><summary>2 skipped</summary>" "$out/report.html"
@@ -66,7 +65,7 @@ check "html: the commit" grep -qF "commit 0123456789abcdef0123456789abcdef012345
 
 one_error_line() { # what, json text (none: no report.json at all)
   if [[ $# -gt 1 ]]; then printf '%s' "$2" > "$out/report.json"; else rm -f "$out/report.json"; fi
-  python3 "$root/ci/matrix.py" --rerender > "$tmp/stdout" 2> "$tmp/stderr"
+  python3 "$root/ci/matrix_lab/matrix_main.py" --rerender > "$tmp/stdout" 2> "$tmp/stderr"
   local rc=$? n
   n=$(wc -l < "$tmp/stderr")
   if [[ $rc -eq 2 && $n -eq 1 ]] && grep -qF "report.json" "$tmp/stderr"; then

@@ -27,7 +27,7 @@ import sys
 # of: the one file to edit to add a cell), matrix_runner.py (one cell),
 # matrix_run.py (a run of a selection), matrix_shard.py (--shard, --merge,
 # the shared cache key), matrix_report.py (report.md/.html/.json),
-# bazel_results.py (Bazel's results counted, as ci/summarize counts them).
+# bazel_results.py (Bazel's results counted, as ci/matrix_lab/summarize counts them).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from matrix_cells import QUICK, ROOT, all_cells  # noqa: E402
 from matrix_report import fmt_dur, write_html, write_md  # noqa: E402

@@ -9,13 +9,12 @@ src=$1
 tmp=${TEST_TMPDIR:-$(mktemp -d)}
 root=$tmp/root
 mkdir -p "$root/ci"
-cp "$src" "$root/ci/matrix.py"  # ROOT is the script's parent's parent
-cp "$(dirname "$src")"/*.py "$root/ci/"  # its modules: cell table, runner, shards, report
-mkdir -p "$root/ci/guest_lab"  # the guest table
-cp "$(dirname "$src")"/guest_lab/{__init__,guests}.py "$root/ci/guest_lab/"
+mkdir -p "$root/ci/matrix_lab" "$root/ci/guest_lab"  # ROOT is two folders above the modules
+cp "$(dirname "$src")"/*.py "$root/ci/matrix_lab/"  # the command line, cell table, runner, shards, report
+cp "$(dirname "$src")"/../guest_lab/{__init__,guests}.py "$root/ci/guest_lab/"  # the guest table
 mkdir -p "$root/tests"  # the CPU-model table it reads
 cp "$TEST_SRCDIR/$TEST_WORKSPACE/tests/cpu_models.tsv" "$root/tests/"
-m() { (cd "$tmp" && python3 "$root/ci/matrix.py" "$@"); }
+m() { (cd "$tmp" && python3 "$root/ci/matrix_lab/matrix_main.py" "$@"); }
 fail=0
 check() { # what, command...
   local what=$1
@@ -133,7 +132,7 @@ check "html: shards in the header" grep -qF "shard 2/2" "$tmp/merged/report.html
 check "md: summed remote cache hits" grep -qE "remote cache http://127.0.0.1:1: $((3 * $(wc -l < "$tmp/sel.txt"))) remote cache hit" "$md"
 check "logs copied" test -f "$tmp/merged/logs/gcc-11-bazel-x86_64.log"
 check "last line is the plain summary" test "$(tail -1 "$tmp/stdout")" = "$(wc -l < "$tmp/sel.txt") passed, 0 failed, 0 skipped"
-(cd "$tmp/merged" && python3 "$root/ci/matrix.py" --rerender --out . > /dev/null 2>&1)
+(cd "$tmp/merged" && python3 "$root/ci/matrix_lab/matrix_main.py" --rerender --out . > /dev/null 2>&1)
 check "a merged report rerenders with its shard lines" grep -qF "Test CPU 1 @ 3.0GHz" "$md"
 
 one_error_line() { # what, pattern, args...

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ci/summarize and ci/bazel_results.py (the counting both ci/summarize and
+# ci/matrix_lab/summarize and ci/matrix_lab/bazel_results.py (the counting both ci/matrix_lab/summarize and
 # ci/matrix use; the cell verdict) on made-up Bazel logs and test logs:
 # FLAKY is a failure, never a pass; a PASSED target whose test.log says
 # TICKCLOCK_SKIPPED is a skip (sharded targets too); SKIPPED is a skip; a
@@ -74,7 +74,7 @@ check "no argument: exit 2" "2" "$?"
 check "no argument: one line on stderr, none on stdout" "1 0" "$(wc -l < "$tmp/err" | tr -d ' ') $(wc -c < "$tmp/out" | tr -d ' ')"
 "$summarize" "$tmp/bazel.log" x > "$tmp/out" 2> "$tmp/err"
 check "exit code not a number: exit 2" "2" "$?"
-check "exit code not a number: the error" "ci/summarize: BAZEL_EXIT_CODE 'x': expected a number" "$(cat "$tmp/err")"
+check "exit code not a number: the error" "ci/matrix_lab/summarize: BAZEL_EXIT_CODE 'x': expected a number" "$(cat "$tmp/err")"
 
 # the module ci/matrix counts each Bazel cell with: the same counts, the
 # list of skipped targets agrees with them, and the cell verdict

@@ -1,7 +1,7 @@
 """How ci/matrix runs one cell, and the progress line of each finished one.
 
 Runner(cells, jobs, out) runs a Bazel cell (run_bazel: the suite, counted by
-ci/bazel_results.py, then //ci:info and the C++ runtime check), a guest cell
+ci/matrix_lab/bazel_results.py, then //ci:info and the C++ runtime check), a guest cell
 (run_guest: ci/guest --json) or a language-mode cell (run_lang: plain
 compiler calls); every command and its output goes into the cell's log
 under out/, the cell's fields get its result. matrix_run.py decides which

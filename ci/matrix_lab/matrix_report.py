@@ -1,6 +1,6 @@
 """The report of ci/matrix: report.md, report.html and report.json from the
-cells a run (or a merge of shards) produced. ci/matrix_run.py,
-ci/matrix_shard.py (--merge) and ci/matrix.py (--rerender) call it with the
+cells a run (or a merge of shards) produced. ci/matrix_lab/matrix_run.py,
+ci/matrix_lab/matrix_shard.py (--merge) and ci/matrix_lab/matrix_main.py (--rerender) call it with the
 output folder."""
 
 import html
