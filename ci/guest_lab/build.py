@@ -10,7 +10,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .common import CACHE, ROOT, Fail, log, sh
-from .guests import PROBE_TARGETS, SUITES
+from .guest_table import PROBE_TARGETS, SUITES
 
 
 def sources():

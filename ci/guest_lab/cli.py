@@ -3,8 +3,8 @@
     ci/guest [--quick] [--only PATTERN] [--list] [--json] [--no-deps] [--probes-only]
              [--save-fixtures] [--out DIR]
 
-Each guest (ci/guests.py, the one table) boots a Debian 12 kernel under
-qemu-system-<arch> with an initramfs holding busybox, a static
+Each guest (ci/guest_lab/guest_table.py, the one table) boots a Debian 12
+kernel under qemu-system-<arch> with an initramfs holding busybox, a static
 tickclock-probe and a static tests/guest/life_events.c; its init runs
 `tickclock-probe --json`, `tickclock-probe validate` (on x86 with
 --fixture-out, and `tickclock-probe cpuid --dump`) and prints the results
@@ -48,11 +48,11 @@ import time
 
 from . import common
 from .build import build, build_suites, publish_probes, suites_for
-from .checks import run_checks
+from .probe_checks import run_checks
 from .common import ROOT, TOOLS, Fail, log, sh
 from .events import run_event
 from .fetch import fetch
-from .guests import ARCHES, PROBE_TARGETS
+from .guest_table import ARCHES, PROBE_TARGETS
 from .initramfs import initramfs
 from .items import select, slug
 from .kvm import kvm_probe

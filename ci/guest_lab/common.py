@@ -10,7 +10,7 @@ CACHE = os.path.join(ROOT, ".cache", "guest")
 
 CHECKS_DEADLINE = 60      # s, one boot that runs the checks
 EVENT_DEADLINE = 120      # s, one boot with a life event (its 5 s pause included)
-SUITES_DEADLINE = 240     # s, one boot that runs the test suites (guests.py SUITES)
+SUITES_DEADLINE = 240     # s, one boot that runs the test suites (guest_table.py SUITES)
 KVM_PROBE_DEADLINE = 20   # s, the one try of -accel kvm
 VALIDATE_SECONDS = "1"    # tickclock-probe validate --seconds, inside a guest
 

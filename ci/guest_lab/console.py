@@ -8,7 +8,7 @@ import subprocess
 import threading
 import time
 
-from .guests import ARCHES
+from .guest_table import ARCHES
 
 
 class Console(object):

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 from .common import CACHE, Fail, log, sh
-from .guests import ARCHES
+from .guest_table import ARCHES
 
 
 def fetch(arch):

@@ -9,7 +9,7 @@ import subprocess
 
 from .build import suite_bin, suites_for
 from .common import CACHE, VALIDATE_SECONDS, Fail
-from .guests import ARCHES, SUITE_TCG_EXCLUDE
+from .guest_table import ARCHES, SUITE_TCG_EXCLUDE
 
 INIT_SH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "init.sh")
 

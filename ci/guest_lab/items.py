@@ -3,7 +3,7 @@ each of its life events, one item each, selected by --quick and --only."""
 
 import re
 
-from .guests import GUESTS
+from .guest_table import GUESTS
 
 
 class Item(object):

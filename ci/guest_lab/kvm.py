@@ -5,7 +5,7 @@ import time
 
 from .common import KVM_PROBE_DEADLINE
 from .console import Console, qemu_argv, tail
-from .guests import GUESTS
+from .guest_table import GUESTS
 
 
 def kvm_probe(kernel, initrd, logf):

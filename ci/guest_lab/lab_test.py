@@ -8,10 +8,10 @@ import subprocess
 import unittest
 
 from .build import suites_for
-from .checks import check_expect
+from .probe_checks import check_expect
 from .console import json_in, qemu_argv, sections
 from .events import verdict
-from .guests import GUESTS
+from .guest_table import GUESTS
 from .initramfs import INIT_SH, suites_list
 from .items import items_all, select
 from .suites import doctest_counts

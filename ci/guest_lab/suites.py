@@ -7,7 +7,7 @@ import time
 from .build import suites_for
 from .common import SUITES_DEADLINE
 from .console import Console, qemu_argv, sections, tail
-from .guests import SUITE_TCG_EXCLUDE
+from .guest_table import SUITE_TCG_EXCLUDE
 
 
 def doctest_counts(text):

@@ -4,7 +4,7 @@ Each list below turns into cells in all_cells() (at the end of this file):
 a Bazel suite per host compiler, a language-mode cell per compiler x header x
 language x optimisation level, a sanitizer cell per sanitizer, a cell per
 cross target and per x86 CPU model (tests/cpu_models.tsv), Windows, and a
-cell per guest and per life event of ci/guest (ci/guest_lab/guests.py, the guest table).
+cell per guest and per life event of ci/guest (ci/guest_lab/guest_table.py, the guest table).
 A compiler also needs its packages in ci/deps (`ci/deps matrix NAME`); a
 target its --config in .bazelrc (see toolchains/README.md). Which
 compiler a cross, CPU-model or Windows cell records, and the Bazel flags of
@@ -72,12 +72,12 @@ def cpu_models():
         return [l.split()[0] for l in f if l.strip() and not l.lstrip().startswith("#")]
 # Guests of ci/guest: (item name, architecture, accelerator) for each guest
 # and each of its life events ("x86_64-max", "x86_64-max:pause"); a cell
-# runs `ci/guest --only NAME --json`. The guests live in ci/guest_lab/guests.py.
+# runs `ci/guest --only NAME --json`. The guests live in ci/guest_lab/guest_table.py.
 def guest_items():
     import sys
     if os.path.join(ROOT, "ci") not in sys.path:
         sys.path.append(os.path.join(ROOT, "ci"))
-    from guest_lab import guests
+    from guest_lab import guest_table as guests
     out = []
     for g in guests.GUESTS:
         out.append((g["name"], g["arch"], g["accel"], ""))

@@ -11,7 +11,7 @@ root=$tmp/root
 mkdir -p "$root/ci" "$root/out/matrix"
 mkdir -p "$root/ci/matrix_lab" "$root/ci/guest_lab"  # ROOT is two folders above the modules
 cp "$(dirname "$src")"/*.py "$root/ci/matrix_lab/"  # the command line, cell table, runner, shards, report
-cp "$(dirname "$src")"/../guest_lab/{__init__,guests}.py "$root/ci/guest_lab/"  # the guest table
+cp "$(dirname "$src")"/../guest_lab/{__init__,guest_table}.py "$root/ci/guest_lab/"  # the guest table
 mkdir -p "$root/tests"  # the CPU-model table it reads
 cp "$TEST_SRCDIR/$TEST_WORKSPACE/tests/cpu_models.tsv" "$root/tests/"
 out=$root/out/matrix

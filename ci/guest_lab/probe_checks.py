@@ -7,7 +7,7 @@ import time
 
 from .common import CHECKS_DEADLINE, VALIDATE_SECONDS, sh
 from .console import Console, json_in, qemu_argv, sections, tail
-from .guests import ARCHES
+from .guest_table import ARCHES
 
 
 def check_expect(g, report, vrc):

@@ -142,9 +142,9 @@ GUESTS = [
     G("x86_64-qemu64", "x86_64", TCG_X86, cpu="qemu64"),
     G("x86_64-max-smp2", "x86_64", TCG_X86, cpu="max", smp=2),
     # the kernel told not to use the TSC, as on a host whose hypervisor marks
-    # it unstable: the suites run here too, so the timing tests meet the
-    # costs of a slow host (under TCG a signal or a system call costs
-    # microseconds) on any machine
+    # it unstable: the suites run here too, so the timing tests meet a slow
+    # host's costs on any machine (under TCG every signal and system call
+    # goes through the emulator, and the clocksource is an emulated device)
     G("x86_64-max-hpet", "x86_64", TCG_X86, cpu="max", append="clocksource=hpet", suites=True),
     G("x86_64-max-acpi_pm", "x86_64", TCG_X86, cpu="max", append="clocksource=acpi_pm", suites=True),
     G("x86_64-max-tsc-unstable", "x86_64", TCG_X86, cpu="max", append="tsc=unstable", suites=True),
