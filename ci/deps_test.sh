@@ -115,7 +115,7 @@ expect "matrix clang-13 clang-16: exit 0" "$rc" 0
 expect "matrix clang-13 clang-16: packages" "$(installed_pkgs)" "$(sorted clang-13 clang-16 libclang-rt-16-dev)"
 expect "matrix: optional package skipped" "$(grep -c 'optional package not in apt, skipped: libclang-rt-13-dev' "$tmp/out")" 1
 
-# 6. ci/pg-vendor's group: the host packages are there, its own are not
+# 6. ci/postgres/pg-vendor's group: the host packages are there, its own are not
 export FAKE_INSTALLED="$HOST" FAKE_NO_CANDIDATE="" FAKE_UNKNOWN=""
 run_deps pg-vendor; rc=$?
 expect "pg-vendor: exit 0" "$rc" 0

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `ci/test --help` and `ci/matrix --help` print their usage and exit 0
+# `ci/test --help`, `ci/matrix --help` and `ci/guest --help` print their usage and exit 0
 # without side effects: with stand-in apt-get, apt-cache, dpkg-query, sudo
 # and bazel first on PATH (and CI=true, which makes ci/test remove a
 # package on a root runner), none of them is called; ci/matrix's help says
@@ -7,11 +7,12 @@
 set -uo pipefail
 ci_test=$1
 ci_matrix=$2
+ci_guest=$3
 tmp=${TEST_TMPDIR:-$(mktemp -d)}
 mkdir -p "$tmp/bin"
 calls=$tmp/calls
 : > "$calls"
-for tool in apt-get apt-cache dpkg-query sudo bazel; do
+for tool in apt-get apt-cache dpkg-query sudo bazel qemu-system-x86_64; do
   printf '#!/bin/sh\necho "%s $*" >> "%s"\necho "install ok installed"\nexit 0\n' "$tool" "$calls" > "$tmp/bin/$tool"
   chmod +x "$tmp/bin/$tool"
 done
@@ -41,6 +42,19 @@ check "ci/matrix --help: requirements" grep -q '^requirements:' "$tmp/out"
 check "ci/matrix --help: apt side effects" grep -q 'apt-get update' "$tmp/out"
 check "ci/matrix --help: --only goes elsewhere" grep -q 'out/matrix-only' "$tmp/out"
 check "ci/matrix --help calls nothing ($(tr '\n' ';' < "$calls"))" test ! -s "$calls"
+
+# ci/guest, a thin entry over ci/guest_lab/: its usage and --list, no QEMU,
+# no download, no build
+for opt in --help -h; do
+  PATH="$tmp/bin:$PATH" "$ci_guest" $opt > "$tmp/out" 2> "$tmp/err"
+  check "ci/guest $opt exits 0" test $? -eq 0
+  check "ci/guest $opt prints usage" grep -q '^usage: ci/guest' "$tmp/out"
+  check "ci/guest $opt names --only and --quick" bash -c "grep -q -- '--only PATTERN' '$tmp/out' && grep -q -- '--quick' '$tmp/out'"
+done
+PATH="$tmp/bin:$PATH" "$ci_guest" --list > "$tmp/out" 2> "$tmp/err"
+check "ci/guest --list exits 0" test $? -eq 0
+check "ci/guest --list: the guests and a count" bash -c "grep -q '^x86_64-max ' '$tmp/out' && grep -qE '^[0-9]+ items$' '$tmp/out'"
+check "ci/guest --help and --list call nothing ($(tr '\n' ';' < "$calls"))" test ! -s "$calls"
 
 echo
 if [[ $fail -ne 0 ]]; then echo "help_test: FAILED"; exit 1; fi

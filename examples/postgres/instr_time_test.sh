@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cheap CI half of ci/pg-vendor, with no PostgreSQL download: the
+# The cheap CI half of ci/postgres/pg-vendor, with no PostgreSQL download: the
 # instr_time.h and src/port/tickclock.c parts of tickclock-pg15.patch apply
 # cleanly to PostgreSQL 15's instr_time.h (kept in pg15/), and the patched
 # header compiles against the current single header under PostgreSQL's
@@ -7,7 +7,7 @@
 # adds, and its macros give the right intervals, and sampled timing's
 # arithmetic (the estimate's scaling, its error, the "+/-" text) is right
 # (instr_time_test.c). Also:
-# ci/pg-vendor rejects a bad argument with one line and exit status 2.
+# ci/postgres/pg-vendor rejects a bad argument with one line and exit status 2.
 #   instr_time_test.sh PATCH ORIG_INSTR_TIME_H SINGLE_HEADER TEST_C C_H_STANDIN PG_VENDOR
 set -uo pipefail
 [[ $# -eq 6 ]] || { echo "usage: instr_time_test.sh PATCH ORIG_INSTR_TIME_H SINGLE_HEADER TEST_C C_H_STANDIN PG_VENDOR" >&2; exit 2; }
@@ -20,7 +20,7 @@ ok() { echo "ok   $1"; }
 bad() { echo "FAIL $1"; fail=1; }
 
 # The patch's sections for these two files (the others touch files of the
-# full source tree: ci/pg-vendor applies those).
+# full source tree: ci/postgres/pg-vendor applies those).
 awk '
   /^diff --git / { keep = ($3 == "a/src/include/portability/instr_time.h" || $3 == "a/src/port/tickclock.c") }
   keep
@@ -72,16 +72,16 @@ else
   bad "patched instr_time.h and src/port/tickclock.c compile with PostgreSQL's warning flags"
 fi
 
-# ci/pg-vendor's argument check runs before anything is fetched or built.
+# ci/postgres/pg-vendor's argument check runs before anything is fetched or built.
 out=$("$pg_vendor" --rounds zero 2>&1); rc=$?
-[[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] && ok "ci/pg-vendor --rounds zero: one line, exit 2" \
-  || bad "ci/pg-vendor --rounds zero: one line, exit 2 (got exit $rc: $out)"
+[[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] && ok "ci/postgres/pg-vendor --rounds zero: one line, exit 2" \
+  || bad "ci/postgres/pg-vendor --rounds zero: one line, exit 2 (got exit $rc: $out)"
 out=$("$pg_vendor" --sample-rate 1.5 2>&1); rc=$?
-[[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] && ok "ci/pg-vendor --sample-rate 1.5: one line, exit 2" \
-  || bad "ci/pg-vendor --sample-rate 1.5: one line, exit 2 (got exit $rc: $out)"
+[[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] && ok "ci/postgres/pg-vendor --sample-rate 1.5: one line, exit 2" \
+  || bad "ci/postgres/pg-vendor --sample-rate 1.5: one line, exit 2 (got exit $rc: $out)"
 out=$("$pg_vendor" --bogus 2>&1); rc=$?
-[[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] && ok "ci/pg-vendor --bogus: one line, exit 2" \
-  || bad "ci/pg-vendor --bogus: one line, exit 2 (got exit $rc: $out)"
+[[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] && ok "ci/postgres/pg-vendor --bogus: one line, exit 2" \
+  || bad "ci/postgres/pg-vendor --bogus: one line, exit 2 (got exit $rc: $out)"
 
 if [[ $fail -ne 0 ]]; then echo "instr_time_test: FAILED"; exit 1; fi
 echo "instr_time_test: all passed"

@@ -1,6 +1,6 @@
 /* tickclock tools — text as a JSON string value: the one escaper that
  * tickclock-probe (src/probe/json.h), the matrix's info program
- * (ci/info_main.c) and the guest lab's event program
+ * (ci/matrix_lab/info_main.c) and the guest lab's event program
  * (tests/guest/life_events.c) share. Header only, plain C in the common
  * subset of C99 and C++11, no dependency beyond the language: those
  * programs include it by its path relative to themselves, whatever

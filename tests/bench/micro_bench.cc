@@ -1,10 +1,10 @@
 // tickclock micro benchmarks: clock reads, intervals, tick->ns conversion
 // and the batch kernels, side by side with the peers, in one process so
-// that ci/bench can divide every figure by a baseline from the same run.
+// that ci/checks/bench can divide every figure by a baseline from the same run.
 //
 // Every benchmark iteration runs a fixed-count inner loop of kOps
 // operations and publishes the count as the counter "ops_per_iter"
-// (read_loop.h, shared with path_bench.cc); ci/bench divides the time by
+// (read_loop.h, shared with path_bench.cc); ci/checks/bench divides the time by
 // it (ns per operation).
 //
 // Names: BM_read/<what>[/tsc|/auto], BM_interval/<what>/<mode>,

@@ -11,7 +11,7 @@
 //                          is sticky, and the benchmark framework's own timer
 //                          reads the TSC)
 // Each run also measures its baselines (bare RDTSC, clock_gettime through
-// the vDSO and through the system call) in the same process, so ci/bench
+// the vDSO and through the system call) in the same process, so ci/checks/bench
 // reports ratios, never raw times.
 #include <benchmark/benchmark.h>
 #include <sys/prctl.h>

@@ -1,6 +1,6 @@
 // The fixed-count inner loop of the read benchmarks (micro_bench.cc,
 // path_bench.cc): each benchmark iteration runs kOps operations and
-// publishes the count as the counter "ops_per_iter"; ci/bench
+// publishes the count as the counter "ops_per_iter"; ci/checks/bench
 // (tests/bench/ratios.py) divides cpu_time by it: nanoseconds per operation.
 #ifndef TICKCLOCK_TESTS_BENCH_READ_LOOP_H_
 #define TICKCLOCK_TESTS_BENCH_READ_LOOP_H_

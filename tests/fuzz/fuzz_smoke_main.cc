@@ -3,7 +3,7 @@
 // each curated fixture as is, then FUZZ_SMOKE_ITERS (default 100000)
 // mutants of them (bit flips, byte insertions and deletions, truncation,
 // splices of two fixtures, random bytes) from a fixed seed. A harness
-// whose invariant breaks traps, and the test fails. ci/fuzz runs the same
+// whose invariant breaks traps, and the test fails. ci/checks/fuzz runs the same
 // targets under libFuzzer with sanitizers for as long as asked.
 #include <cstdio>
 #include <cstdlib>

@@ -4,7 +4,7 @@
 //  - TICKCLOCK_SOURCE is ignored in AT_SECURE (setuid/setgid) processes:
 //    a setgid copy of this binary is executed when the file system allows
 //    it (root, no nosuid mount); otherwise the case reports a skip
-//    (TICKCLOCK_SKIPPED, counted as skipped by ci/summarize), never a pass.
+//    (TICKCLOCK_SKIPPED, counted as skipped by ci/matrix_lab/summarize), never a pass.
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
 // pass. Bazel 4.2.3 has no run-time skip and doctest 2.4.9 no run-time
 // skip either, so a test that cannot do its job prints one line
 //   TICKCLOCK_SKIPPED: <what did not run>: <why>
-// on stdout (kept in the target's test.log); ci/summarize and ci/matrix
+// on stdout (kept in the target's test.log); ci/matrix_lab/summarize and ci/matrix
 // count a PASSED target whose log has that line as SKIPPED, and print the
 // reason. The checks that did run in the same target still had to pass.
 #ifndef TICKCLOCK_TESTS_SKIP_H

@@ -3,7 +3,7 @@
 //
 //   bazel test --config=x86_64_qemu --test_env=QEMU_CPU=Nehalem \
 //     //tests/tickclock:qemu_cpu_model_test
-//   ci/cpu-models        (every model, one PASS/FAIL line each)
+//   ci/checks/cpu-models        (every model, one PASS/FAIL line each)
 //
 // Everywhere (host CPU too): the decoder asks for no basic leaf above leaf
 // 0's maximum and no extended leaf above 0x80000000's (QEMU and real CPUs
@@ -18,7 +18,7 @@
 // CPUID hides RDTSCP but the CPU executes it (a hypervisor's hiding), that
 // proof cannot run and says so; no_rdtscp_test reads the object code.
 // QEMU_CPU unset or an unknown model, or a CPU with RDTSCP: those checks
-// report TICKCLOCK_SKIPPED (counted as skipped by ci/summarize).
+// report TICKCLOCK_SKIPPED (counted as skipped by ci/matrix_lab/summarize).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -1,0 +1,275 @@
+# Sourced by ci/postgres/pg-vendor after the builds: scratch clusters,
+# EXPLAIN ANALYZE rounds, sampled timing's intervals, the table and the
+# verdict. Its variables are the caller's.
+
+# ------------------------------------------------------ scratch clusters
+scratch=$(mktemp -d /tmp/pg-vendor.XXXXXX)
+chmod 0755 "$scratch"
+chown "$PGUSER_NAME" "$scratch"
+pg_ctl_for_cleanup=$work/install/stock/bin/pg_ctl
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+declare -A port
+for v in stock tickclock; do
+  bin=$work/install/$v/bin
+  as_user "$bin/initdb" -D "$scratch/$v" -A trust -U postgres --no-sync -E UTF8 --locale=C \
+    > "$logs/initdb-$v.log" 2>&1 || fail "initdb ($v)" "$logs/initdb-$v.log"
+  port[$v]=$(free_port)
+  servers+=("$scratch/$v")
+  as_user "$bin/pg_ctl" -D "$scratch/$v" -l "$scratch/$v.log" -w -t 120 start \
+    -o "-c listen_addresses=127.0.0.1 -p ${port[$v]} -c unix_socket_directories='' \
+        -c fsync=off -c synchronous_commit=off -c max_parallel_workers_per_gather=0 \
+        -c shared_buffers=512MB -c jit=off" > "$logs/pg_ctl-$v.log" 2>&1 \
+    || fail "starting the $v server" "$scratch/$v.log"
+done
+psql_to() { # variant sql...
+  local v=$1; shift
+  as_user "$work/install/$v/bin/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "${port[$v]}" -U postgres -d postgres "$@"
+}
+t0=$(date +%s)
+for v in stock tickclock; do
+  psql_to "$v" -c "CREATE TABLE t AS SELECT g AS id FROM generate_series(1, $rows) g" \
+               -c "VACUUM (FREEZE, ANALYZE) t" > "$logs/load-$v.log" 2>&1 || fail "loading $rows rows ($v)" "$logs/load-$v.log"
+done
+urows=$(( rows / 100 > 0 ? rows / 100 : 1 ))
+psql_to tickclock -c "CREATE TABLE u AS SELECT g * 100 AS id FROM generate_series(1, $urows) g" \
+                  -c "VACUUM (FREEZE, ANALYZE) u" > "$logs/load-u.log" 2>&1 || fail "loading $urows rows into u" "$logs/load-u.log"
+log "loaded $rows rows into both clusters, $urows into u (the hash join's other side) on tickclock ($(( $(date +%s) - t0 )) s)"
+# the setting reaches the server, and sampled timing prints its interval
+out=$(psql_to tickclock -c "SET explain_timing_sample_rate = $sample_rate" -c "SHOW explain_timing_sample_rate" \
+        -c "EXPLAIN (ANALYZE, TIMING ON) SELECT count(*) FROM t" 2>&1) || fail "EXPLAIN with explain_timing_sample_rate = $sample_rate: $out"
+echo "$out" > "$logs/explain-sampled.txt"
+grep -qE 'Seq Scan on t .*actual time=[0-9.]+\.\.[0-9.]+\+/-[0-9.]+ rows=' <<<"$out" \
+  || fail "EXPLAIN with explain_timing_sample_rate = $sample_rate printed no interval for the Seq Scan" "$logs/explain-sampled.txt"
+explain_ms() { # variant ON|OFF|SAMPLED -> "wall cpu": the execution time and
+  # the backend's time on a CPU meanwhile (/proc/self/schedstat), in ms; on
+  # a busy machine the second leaves out the time the backend waited for one
+  local out set="SELECT 1" timing=$2 wall cpu
+  if [[ "$2" == SAMPLED ]]; then set="SET explain_timing_sample_rate = $sample_rate"; timing=ON; fi
+  out=$(psql_to "$1" -c "$set" -c "SELECT 'schedstat ' || pg_read_file('/proc/self/schedstat')" \
+                     -c "EXPLAIN (ANALYZE, TIMING $timing) SELECT count(*) FROM t" \
+                     -c "SELECT 'schedstat ' || pg_read_file('/proc/self/schedstat')" 2>&1) || { echo "$out" >&2; return 1; }
+  wall=$(sed -nE 's/^Execution Time: ([0-9.]+) ms$/\1/p' <<<"$out")
+  cpu=$(awk '/^schedstat [0-9]+ / { if (n++) printf "%.3f\n", ($2 - a) / 1e6; else a = $2 }' <<<"$out")
+  [[ -n "$wall" && -n "$cpu" ]] || { echo "$out" >&2; return 1; }
+  echo "$wall $cpu"
+}
+modes_of() { # variant -> the settings it is measured with
+  if [[ "$1" == tickclock ]]; then echo "OFF ON SAMPLED"; else echo "OFF ON"; fi
+}
+declare -A runs cpus
+for v in stock tickclock; do for m in $(modes_of "$v"); do
+  explain_ms "$v" "$m" >/dev/null || fail "EXPLAIN ANALYZE ($v, TIMING $m)" "$scratch/$v.log"  # warm-up
+  runs[$v.$m]=""
+  cpus[$v.$m]=""
+done; done
+for ((i = 0; i < rounds; i++)); do
+  # alternate which server and which setting goes first
+  if (( i % 2 == 0 )); then order="stock tickclock"; rev=0; else order="tickclock stock"; rev=1; fi
+  line=""
+  for v in $order; do
+    modes=$(modes_of "$v")
+    (( rev )) && modes=$(tr ' ' '\n' <<<"$modes" | tac | tr '\n' ' ')
+    for m in $modes; do
+      r=$(explain_ms "$v" "$m") && [[ -n "$r" ]] || fail "EXPLAIN ANALYZE ($v, TIMING $m)" "$scratch/$v.log"
+      ms=${r% *}
+      runs[$v.$m]+=" $ms"
+      cpus[$v.$m]+=" ${r#* }"
+      line+=" $v/$m $ms (cpu ${r#* })"
+    done
+  done
+  log "round $((i + 1))/$rounds:$line"
+done
+
+# --------------------------------------- sampled timing's stated intervals
+# Each query with sampled timing and explain_timing_sample_check: every
+# call is timed as well, so the fully timed total of the same execution is
+# the truth the estimate's interval should hold (two separate executions
+# would differ by more than sampling: the timing overhead itself and the
+# machine's noise).
+# The backend's /proc/self/schedstat (time on the CPU, time waiting for
+# it, in ns) is read before and after each execution: time the backend
+# waited for a CPU is wall time that lands in a few calls (those that were
+# running when it was descheduled), which a sample of the calls mostly
+# misses, so the check is also reported for the executions that waited
+# less than 5 % of their time.
+queries=("SELECT count(*) FROM t"
+         "SELECT count(*) FROM t JOIN u ON t.id = u.id"
+         "SELECT id FROM t ORDER BY id DESC LIMIT 10")
+rm -rf "$logs/sample-check"
+mkdir -p "$logs/sample-check"
+for ((i = 0; i < rounds; i++)); do
+  for ((j = 0; j < ${#queries[@]}; j++)); do
+    q=${queries[$j]}
+    psql_to tickclock -c "SET explain_timing_sample_rate = $sample_rate" -c "SET explain_timing_sample_check = on" \
+      -c "SELECT 'schedstat ' || pg_read_file('/proc/self/schedstat')" \
+      -c "EXPLAIN (ANALYZE, TIMING ON, FORMAT JSON) $q" \
+      -c "SELECT 'schedstat ' || pg_read_file('/proc/self/schedstat')" \
+      > "$logs/sample-check/$i-$j.out" 2> "$logs/sample-check.err" \
+      || fail "EXPLAIN (FORMAT JSON) with explain_timing_sample_check: $q" "$logs/sample-check.err"
+  done
+done
+python3 - "$logs/sample-check" > "$work/sample-check.txt" <<'PY'
+import glob, json, os, re, statistics, sys
+k = m = exact = 0
+ku = mu = 0          # in executions that waited for a CPU < 5 % of their time
+worst, waits = [], []
+def walk(node, query, undisturbed):
+    global k, m, exact, ku, mu
+    est, full = node["Actual Total Time"], node.get("Actual Total Time Fully Timed")
+    err = node.get("Actual Total Time Error")
+    if err is None:
+        exact += 1
+    else:
+        if full is None:
+            sys.exit(f"a sampled {node['Node Type']} node without its fully timed total")
+        m += 1
+        err = float("inf") if err == "Infinity" else err
+        ok = abs(est - full) <= err
+        k += ok
+        if undisturbed:
+            mu += 1
+            ku += ok
+        worst.append((abs(est - full) / err if err else float("inf"), query, node["Node Type"], est, err, full))
+    for c in node.get("Plans", []):
+        walk(c, query, undisturbed)
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.out"))):
+    text = open(path).read()
+    st = [int(x.group(1)) for x in re.finditer(r"^schedstat \d+ (\d+) \d+", text, re.M)]
+    doc = json.JSONDecoder().raw_decode(text[text.index("["):])[0][0]
+    if len(st) != 2:
+        sys.exit(f"{path}: no schedstat before and after")
+    wait = (st[1] - st[0]) / 1e6 / doc["Execution Time"]
+    waits.append(wait)
+    walk(doc["Plan"], os.path.basename(path), wait < 0.05)
+worst.sort(reverse=True)
+print(f"K={k}")
+print(f"M={m}")
+print(f"KU={ku}")
+print(f"MU={mu}")
+print(f"EXACT={exact}")
+print(f"WAIT={100 * statistics.median(waits):.0f}")
+for w in worst[:3]:
+    print(f"WORST |estimate - fully timed| / error = {w[0]:.2f}: {w[2]} estimate {w[3]:.3f} +/- {w[4]:.3f} ms, fully timed {w[5]:.3f} ms")
+PY
+[[ -s "$work/sample-check.txt" ]] || fail "reading the sampled-timing check's plans" "$logs/sample-check.json"
+sample_k=$(sed -nE 's/^K=//p' "$work/sample-check.txt")
+sample_m=$(sed -nE 's/^M=//p' "$work/sample-check.txt")
+sample_exact=$(sed -nE 's/^EXACT=//p' "$work/sample-check.txt")
+sample_ku=$(sed -nE 's/^KU=//p' "$work/sample-check.txt")
+sample_mu=$(sed -nE 's/^MU=//p' "$work/sample-check.txt")
+sample_wait=$(sed -nE 's/^WAIT=//p' "$work/sample-check.txt")
+log "sampled timing check: ${#queries[@]} queries x $rounds rounds at rate $sample_rate: $sample_k of $sample_m estimated node totals within their 95 % interval of the fully timed total; $sample_exact nodes timed exactly (every call in their exact part)"
+log "  the backend waited for a CPU a median $sample_wait % of each execution's time; in the executions that waited under 5 %: $sample_ku of $sample_mu"
+sed -n 's/^WORST /pg-vendor:   /p' "$work/sample-check.txt"
+
+# ------------------------------------------------------------- the table
+regressed_n=$(grep -c . <<<"$regressed")
+missing_n=$(grep -c . <<<"$missing_tests")
+python3 - "$rows" "$clock_source" "$clock_line" \
+  "${runs[stock.OFF]}" "${runs[stock.ON]}" "${runs[tickclock.OFF]}" "${runs[tickclock.ON]}" \
+  "${ptt[stock]}" "${ptt[tickclock]}" \
+  "${reg_pass[stock]}" "${reg_fail[stock]}" "${reg_pass[tickclock]}" "${reg_fail[tickclock]}" \
+  "$version" "${build_s[stock]}" "${build_s[tickclock]}" "$rounds" \
+  "$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')" \
+  "$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)" \
+  "${runs[tickclock.SAMPLED]}" "$sample_rate" "${reg_pass[tickclock-sampled]}" "${reg_fail[tickclock-sampled]}" \
+  "$sample_k" "$sample_m" "$sample_ku" "$sample_mu" "$sample_wait" \
+  "${cpus[tickclock.OFF]}" "${cpus[tickclock.ON]}" "${cpus[tickclock.SAMPLED]}" \
+  > "$work/result.txt" <<'PY'
+import statistics, sys
+a = sys.argv[1:]
+rows = int(a[0]); source, clock_line = a[1], a[2]
+f = lambda s: [float(x) for x in s.split()]
+s_off, s_on, t_off, t_on = (min(f(x)) for x in a[3:7])
+p_s, p_t = f(a[7]), f(a[8])
+rp_s, rf_s, rp_t, rf_t = a[9:13]
+version, b_s, b_t, rounds, cpu, cs = a[13:19]
+t_smp_runs, rate, rp_ts, rf_ts, sk, sm, sku, smu, swait = a[19:28]
+c_off, c_on, c_smp = (min(f(x)) for x in a[28:31])
+t_smp = min(f(t_smp_runs))
+ov_s, ov_t = s_on - s_off, t_on - t_off
+R = ov_t / ov_s if ov_s > 0 else float("nan")
+def row(*c): print("| " + " | ".join(str(x) for x in c) + " |")
+print(f"PostgreSQL {version}, {rows} rows, SELECT count(*), best of {rounds} interleaved runs; "
+      f"CPU {cpu}, clocksource {cs}; tickclock: {clock_line}")
+print()
+row("", "stock (clock_gettime)", "tickclock")
+row("---", "---", "---")
+row("EXPLAIN ANALYZE, TIMING OFF", f"{s_off:.1f} ms", f"{t_off:.1f} ms")
+row("EXPLAIN ANALYZE, TIMING ON", f"{s_on:.1f} ms", f"{t_on:.1f} ms")
+row("overhead ON - OFF", f"{ov_s:.1f} ms ({100*ov_s/s_off:.0f} %)", f"{ov_t:.1f} ms ({100*ov_t/t_off:.0f} %)")
+row("overhead per row", f"{1e6*ov_s/rows:.1f} ns", f"{1e6*ov_t/rows:.1f} ns")
+# A check on the best-of figures under load: ON - OFF within each round
+# (the two ran back to back), median over the rounds.
+pd_s = statistics.median(b - a for a, b in zip(f(a[3]), f(a[4])))
+pd_t = statistics.median(b - a for a, b in zip(f(a[5]), f(a[6])))
+row("overhead, median of per-round ON - OFF", f"{pd_s:.1f} ms", f"{pd_t:.1f} ms (ratio {pd_t / pd_s:.3f})")
+row("pg_test_timing per loop (best, median of 3)",
+    f"{min(p_s):.2f} ns, {statistics.median(p_s):.2f} ns", f"{min(p_t):.2f} ns, {statistics.median(p_t):.2f} ns")
+row(f"EXPLAIN ANALYZE, sampled timing (explain_timing_sample_rate = {rate})", "", f"{t_smp:.1f} ms")
+X = 100 * (t_smp - t_off) / t_off
+pr = statistics.median(100 * (s - o) / o for o, s in zip(f(a[5]), f(t_smp_runs)))
+row("overhead sampled - OFF", "", f"{t_smp - t_off:.1f} ms ({X:.1f} %; median of per-round differences {pr:.1f} %)")
+row("tickclock backend's CPU time, best: OFF / ON / sampled", "",
+    f"{c_off:.1f} / {c_on:.1f} / {c_smp:.1f} ms (ON {100 * (c_on - c_off) / c_off:.1f} %, sampled {100 * (c_smp - c_off) / c_off:.1f} % over OFF)")
+row("sampled node totals within their 95 % interval of the fully timed total", "", f"{sk} of {sm}")
+row(f"... in the executions that waited for a CPU under 5 % of their time (median wait {swait} %)", "", f"{sku} of {smu}")
+row("make check", f"{rp_s} passed, {rf_s} failed", f"{rp_t} passed, {rf_t} failed")
+row(f"make check, explain_timing_sample_rate = {rate} in every session", "", f"{rp_ts} passed, {rf_ts} failed")
+row("build (make -j2, s)", b_s, b_t)
+print()
+print(f"R={R:.3f}")
+print(f"X={X:.1f}")
+print(f"XC={100 * (c_smp - c_off) / c_off:.1f}")
+PY
+[[ -s "$work/result.txt" ]] || fail "computing the table"
+R=$(sed -nE 's/^R=(.*)/\1/p' "$work/result.txt")
+X=$(sed -nE 's/^X=(.*)/\1/p' "$work/result.txt")
+XC=$(sed -nE 's/^XC=(.*)/\1/p' "$work/result.txt")
+sed '/^[RX]=/d; /^XC=/d' "$work/result.txt"
+echo
+wall=$(( $(date +%s) - job_start ))
+
+ok=1
+if [[ $regressed_n -gt 0 ]]; then
+  log "regression tests the stock build passes and the tickclock build fails: $(echo $regressed)"; ok=0
+fi
+if [[ $missing_n -gt 0 ]]; then
+  log "regression tests the stock build ran and the tickclock build did not: $(echo $missing_tests)"; ok=0
+fi
+if [[ -n "$regressed_sampled" ]]; then
+  log "regression tests the stock build passes and the tickclock build fails with sampled timing on: $(echo $regressed_sampled)"; ok=0
+fi
+if [[ -n "$missing_sampled" ]]; then
+  log "regression tests the stock build ran and the tickclock build with sampled timing on did not: $(echo $missing_sampled)"; ok=0
+fi
+# judged on the executions the machine left alone (a sample cannot see
+# the few calls that absorbed a wait for the CPU); not judged when fewer
+# than 10 sampled nodes ran in such executions
+if (( sample_m == 0 )); then
+  log "sampled timing: no node's time was estimated: FAIL"; ok=0
+elif (( sample_mu < 10 )); then
+  log "sampled timing: intervals not judged: only $sample_mu sampled nodes ran in executions that waited for a CPU under 5 % of their time (median wait $sample_wait %: the machine is busy)"
+elif (( sample_ku * 5 < sample_mu * 4 )); then
+  log "sampled timing: $sample_ku of $sample_mu intervals in undisturbed executions hold the fully timed total (target: at least 80 %, 95 % expected): FAIL"; ok=0
+fi
+if [[ "$clock_source" == tsc || "$clock_source" == cntvct || "$clock_source" == timebase || \
+      "$clock_source" == tod || "$clock_source" == rdtime ]]; then
+  verdict=$(python3 -c 'import sys; r=float(sys.argv[1]); print("PASS" if r <= 0.4 else "FAIL")' "$R")
+  log "tickclock reads the CPU counter ($clock_source): target R <= 0.4: $verdict"
+else
+  verdict=$(python3 -c 'import sys; r=float(sys.argv[1]); print("PASS" if 0.7 <= r <= 1.3 else "FAIL")' "$R")
+  log "tickclock chose the OS clock here, so R is about 1 (both builds read CLOCK_MONOTONIC): ${clock_line#*: }"
+  log "target 0.7 <= R <= 1.3: $verdict"
+fi
+[[ "$verdict" == PASS ]] || ok=0
+bs() { [[ "${build_s[$1]}" == reused ]] && echo reused || echo "${build_s[$1]} s"; }
+log "wall time $wall s (builds: stock $(bs stock), tickclock $(bs tickclock)); logs in out/pg-vendor/logs"
+log "sampled timing overhead over TIMING OFF by the backend's CPU time (best of $rounds; leaves out waits for a CPU): $XC %"
+echo "pg-vendor: sampled timing overhead over TIMING OFF = $X %"
+echo "pg-vendor: sampled node totals within their interval: $sample_k of $sample_m"
+echo "pg-vendor: overhead (TIMING ON - TIMING OFF) tickclock/stock = $R"
+echo "${reg_pass[tickclock]} passed, ${reg_fail[tickclock]} failed"
+[[ $ok -eq 1 ]]
