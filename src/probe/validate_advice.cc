@@ -108,7 +108,8 @@ Advice advise(const AdviceFacts &f) {
   a.applies = true;
   a.clocksource = f.clocksource;
   a.available = f.available;
-  for (const std::string &w : clock_words(f.cmdline)) a.cmdline += (a.cmdline.empty() ? "" : " ") + w;
+  for (const std::string &w : clock_words(f.cmdline))
+    a.cmdline += (a.cmdline.empty() ? "" : " ") + w;
   a.signature = f.signature;
   const Family *fam = family_of(a.clocksource);
   if (fam != nullptr) {
@@ -148,9 +149,10 @@ Advice advise(const AdviceFacts &f) {
                                "(%.1fx)",
                                a.system_ns, a.tsc_ns, a.system_ns / a.tsc_ns)
                          : fmt("cost: the OS clock %.1f ns a read", a.system_ns);
-  cost += fmt("; where RDTSC is disabled (PR_SET_TSC) every read is the clock_gettime system "
-              "call, %.2f us here",
-              a.syscall_ns / 1e3);
+  cost +=
+      fmt("; where RDTSC is disabled (PR_SET_TSC) every read is the clock_gettime system "
+          "call, %.2f us here",
+          a.syscall_ns / 1e3);
   a.lines.push_back(cost);
   a.lines.push_back(
       "what you may do: if this guest is never snapshotted, restored or migrated, run "

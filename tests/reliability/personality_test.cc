@@ -100,7 +100,8 @@ struct Personality {
       w.num = (uint64_t)llround((double)num / (double)den / 1e3);
       w.den = 1000000;
     }
-    double tsc_ns = atof(h.meta("read_ns.tsc").c_str()), sys_ns = atof(h.meta("read_ns.system").c_str());
+    double tsc_ns = atof(h.meta("read_ns.tsc").c_str()),
+           sys_ns = atof(h.meta("read_ns.system").c_str());
     if (tsc_ns >= 1) w.read_cost_ns = (uint64_t)llround(tsc_ns);
     if (sys_ns >= 1) w.os_cost_ns = (uint64_t)llround(sys_ns);
     traps = h.meta("observed.pr_set_tsc_traps") == "yes";
@@ -139,9 +140,9 @@ TEST_SUITE("x86") {
   TEST_CASE("every recorded host is a personality (at least the four real kinds)") {
     int real = 0;
     for (const Host &h : hosts()) {
-      MESSAGE(h.name << ": expect " << h.meta("expect.source") << " ("
-                     << h.meta("expect.freq") << "), clocksource '" << h.meta("clocksource")
-                     << "', PR_SET_TSC traps " << h.meta("observed.pr_set_tsc_traps"));
+      MESSAGE(h.name << ": expect " << h.meta("expect.source") << " (" << h.meta("expect.freq")
+                     << "), clocksource '" << h.meta("clocksource") << "', PR_SET_TSC traps "
+                     << h.meta("observed.pr_set_tsc_traps"));
       CHECK_MESSAGE(!h.meta("expect.source").empty(), h.name << ": no # expect.source");
       if (h.meta("emulated").empty()) real++;
     }
@@ -251,8 +252,8 @@ TEST_SUITE("x86") {
       Personality ps(h);
       ps.init();
       uint64_t t0 = tickclock_now(), ns0 = tickclock_to_ns(t0), last = ns0;
-      const int seq[] = {TICKCLOCK_SOURCE_SYSTEM, TICKCLOCK_SOURCE_TSC, TICKCLOCK_SOURCE_AUTO,
-                         TICKCLOCK_SOURCE_TSC, TICKCLOCK_SOURCE_SYSTEM, TICKCLOCK_SOURCE_AUTO};
+      const int seq[] = {TICKCLOCK_SOURCE_SYSTEM, TICKCLOCK_SOURCE_TSC,    TICKCLOCK_SOURCE_AUTO,
+                         TICKCLOCK_SOURCE_TSC,    TICKCLOCK_SOURCE_SYSTEM, TICKCLOCK_SOURCE_AUTO};
       for (int src : seq) {
         CAPTURE(src);
         tickclock_config cfg = {src, 5, 0};
@@ -263,9 +264,8 @@ TEST_SUITE("x86") {
         last = ns;
         CHECK(tickclock_to_ns(t0) == ns0);  // an earlier tick keeps its meaning
       }
-      CHECK(tickclock_info_get()->unit_source == (h.meta("expect.source") == "tsc"
-                                                      ? TICKCLOCK_SOURCE_TSC
-                                                      : TICKCLOCK_SOURCE_SYSTEM));
+      CHECK(tickclock_info_get()->unit_source ==
+            (h.meta("expect.source") == "tsc" ? TICKCLOCK_SOURCE_TSC : TICKCLOCK_SOURCE_SYSTEM));
     }
   }
 
