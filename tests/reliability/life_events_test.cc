@@ -257,7 +257,7 @@ TEST_CASE(
     tctest::skip("delta_ns across a refinement: " + plan().how());
     return;
   }
-  check_clean(in_child(
+  int st = in_child(
       [] {
         plan().apply();
         (void)tickclock_info_get();
@@ -281,6 +281,14 @@ TEST_CASE(
         }
         const tickclock_info *s2 = tickclock_info_get();
         int64_t c = tickclock_delta_ns(t0, t1);
+        if (s2 == s1 && s1->freq_method != TICKCLOCK_FREQ_CALIBRATED) {
+          // a rate the kernel states (its perf page, under clocksource tsc)
+          // and calibration confirmed is never refined: one state throughout
+          fprintf(stderr, "no refinement in 6 s: the rate is %s (+-%.3f ppm), stated\n",
+                  s1->freq_detail, s1->uncertainty_ppm);
+          EXPECT(c == a);
+          _exit(77);
+        }
         double bound = s1->uncertainty_ppm * 1e-6 * (double)a + 1;
         fprintf(
             stderr,
@@ -290,7 +298,14 @@ TEST_CASE(
         EXPECT((double)(c - a) <= bound && (double)(a - c) <= bound);
         EXPECT(tickclock_delta_ns(t1, t0) == -c);
       },
-      20));
+      20);
+  if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+    tctest::skip(
+        "delta_ns across a refinement: the counter's rate here is the kernel's own (its perf "
+        "page), which nothing refines; the repeat under one state held");
+    return;
+  }
+  check_clean(st);
 }
 
 TEST_CASE("a clock that cannot be read is never used: tkc_os_clock checks clock_gettime") {
