@@ -30,17 +30,52 @@
 namespace tickclock_probe {
 namespace {
 
+// The kernel command line split as the kernel splits it (next_arg):
+// whitespace ends a word except inside double quotes, so a quoted value
+// ('dyndbg="file tsc=unstable +p"') is one word, not parameters of its own.
+std::vector<std::string> cmdline_words(const std::string &cmdline) {
+  std::vector<std::string> out;
+  std::string w;
+  bool quoted = false, any = false;
+  for (char c : cmdline) {
+    if (c == '"') quoted = !quoted;
+    if (!quoted && (c == ' ' || c == '\t' || c == '\n')) {
+      if (any) out.push_back(w);
+      w.clear();
+      any = false;
+      continue;
+    }
+    w += c;
+    any = true;
+  }
+  if (any) out.push_back(w);
+  return out;
+}
+
+// A word's parameter name, quotes dropped, '-' read as '_' (the kernel
+// treats them alike in names).
+std::string param_name(const std::string &w) {
+  std::string n;
+  for (char c : w.substr(0, w.find('='))) {
+    if (c == '"') continue;
+    n += c == '-' ? '_' : c;
+  }
+  return n;
+}
+
 // The words of the kernel command line that govern its clocks.
 std::vector<std::string> clock_words(const std::string &cmdline) {
+  static const char *const names[] = {"tsc",         "clocksource", "notsc",   "tsc_early_khz",
+                                      "no_kvmclock", "nopv",        "hv_clock"};
   std::vector<std::string> out;
-  std::istringstream in(cmdline);
-  std::string w;
-  while (in >> w) {
+  for (const std::string &w : cmdline_words(cmdline)) {
     if (w == "--") break;  // what follows is init's, not the kernel's
-    if (w.rfind("tsc=", 0) == 0 || w.rfind("clocksource=", 0) == 0 || w == "notsc" ||
-        w.rfind("tsc_early_khz=", 0) == 0 || w == "no-kvmclock" || w == "nopv" ||
-        w.rfind("hv_clock=", 0) == 0)
-      out.push_back(w);
+    std::string n = param_name(w);
+    for (const char *k : names)
+      if (n == k) {
+        out.push_back(w);
+        break;
+      }
   }
   return out;
 }
@@ -49,9 +84,9 @@ std::string read_cmdline() {
   std::string s;
   if (FILE *f = std::fopen("/proc/cmdline", "r")) {
     char buf[4096];
-    size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
     std::fclose(f);
-    s.assign(buf, n);
   }
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;

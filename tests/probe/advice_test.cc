@@ -152,3 +152,17 @@ TEST_CASE("every recorded host that gets the OS clock: the advice reads that hos
   CHECK(advised >= 2);
   CHECK(outer >= 1);  // the nested PVM guest
 }
+
+TEST_CASE("the command line as the kernel parses it: a quoted value is not a parameter") {
+  AdviceFacts f = pvm_guest();
+  // dyndbg's quoted value holds words that are no parameters of their own;
+  // the kernel reads '-' and '_' in a parameter's name alike
+  f.cmdline =
+      "console=ttyS0 dyndbg=\"file tsc=unstable +p\" no_kvmclock tsc-early-khz=2100000 "
+      "tsc=reliable";
+  Advice a = advise(f);
+  CHECK(a.cmdline == "no_kvmclock tsc-early-khz=2100000 tsc=reliable");
+  CHECK_FALSE(has(a, "told not to trust"));
+  f.cmdline = "clocksource=\"kvm-clock\" tsc=unstable";
+  CHECK(advise(f).cmdline == "clocksource=\"kvm-clock\" tsc=unstable");
+}
