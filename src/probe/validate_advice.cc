@@ -130,6 +130,22 @@ double read_ns_of(const tickclock_info *info, const char *name) {
   return 0;
 }
 
+// A line for a terminal: a byte that is no printable ASCII (a control
+// sequence on the command line, say) as \xNN.
+std::string printable(const std::string &s) {
+  std::string o;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f) {
+      o += (char)c;
+    } else {
+      char e[5];
+      std::snprintf(e, sizeof e, "\\x%02x", c);
+      o += e;
+    }
+  }
+  return o;
+}
+
 }  // namespace
 
 std::string kernel_clock_words() {
@@ -196,6 +212,7 @@ Advice advise(const AdviceFacts &f) {
       "Do not where the host restores snapshots or migrates guests: after a restore the TSC can "
       "jump, even backwards, and such hosts mark it unstable on purpose. Keeping the OS clock is "
       "always correct");
+  for (std::string &l : a.lines) l = printable(l);
   return a;
 }
 

@@ -166,3 +166,20 @@ TEST_CASE("the command line as the kernel parses it: a quoted value is not a par
   f.cmdline = "clocksource=\"kvm-clock\" tsc=unstable";
   CHECK(advise(f).cmdline == "clocksource=\"kvm-clock\" tsc=unstable");
 }
+
+TEST_CASE("bytes that are no text (the command line's, a signature's): escaped in lines and JSON") {
+  // the library hands out a printable signature; the command line is read
+  // as it is, whatever a boot loader put there
+  AdviceFacts f = pvm_guest();
+  f.signature = std::string("\x1b[2J\x01\"evil\\", 10);
+  f.cmdline = std::string("tsc=unstable\x1b]0;owned\x07 clocksource=kvm-clock");
+  Advice a = advise(f);
+  for (const std::string &l : a.lines)
+    for (unsigned char c : l) CHECK((c >= 0x20 && c < 0x7f));
+  CHECK(has(a, "\\x1b[2J\\x01"));
+  CHECK(has(a, "tsc=unstable\\x1b]0;owned\\x07"));
+  std::string j = a.json();
+  CHECK(j.find('\x1b') == std::string::npos);
+  CHECK(j.find('\x01') == std::string::npos);
+  CHECK(j.find('\x07') == std::string::npos);
+}
