@@ -183,3 +183,27 @@ TEST_CASE("bytes that are no text (the command line's, a signature's): escaped i
   CHECK(j.find('\x01') == std::string::npos);
   CHECK(j.find('\x07') == std::string::npos);
 }
+
+TEST_CASE("KVM and Xen also show Hyper-V's signature: not an outer hypervisor by itself") {
+  // a guest with Hyper-V enlightenments: 'Microsoft Hv' at 0x40000000, the
+  // hypervisor's own signature at 0x40000100
+  AdviceFacts f = pvm_guest();
+  f.cmdline = "";
+  f.signature = "Microsoft Hv";
+  f.more_signatures = {"KVMKVMKVM"};
+  Advice a = advise(f);
+  CHECK_FALSE(a.outer);
+  CHECK_FALSE(has(a, "outer hypervisor"));
+  f.clocksource = f.available = "xen";
+  f.more_signatures = {"XenVMMXenVMM"};
+  CHECK_FALSE(advise(f).outer);
+  // no further signature read: KVM's and Xen's Hyper-V face cannot be told
+  // from an outer Hyper-V, and the advice says both
+  f.more_signatures.clear();
+  a = advise(f);
+  CHECK_FALSE(a.outer);
+  CHECK(has(a, "Hyper-V-compatible interface"));
+  // a signature of neither family is still an outer one's
+  f.signature = "bhyve bhyve ";
+  CHECK(advise(f).outer);
+}
