@@ -85,6 +85,10 @@ struct Advice {
 // What advise() reads: the host's statements and the measured costs.
 struct AdviceFacts {
   std::string clocksource, available, cmdline, signature, why;
+  // The signatures of the further hypervisor leaves (0x40000100, ...): KVM
+  // and Xen with Hyper-V enlightenments show 'Microsoft Hv' at 0x40000000
+  // and their own there.
+  std::vector<std::string> more_signatures;
   bool invariant_tsc = true;
   double system_ns = 0, tsc_ns = 0, syscall_ns = 0;
 };

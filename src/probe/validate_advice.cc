@@ -12,6 +12,9 @@
 //   what    the operator may do, and when not to: hosts that snapshot,
 //           restore or migrate their guests mark the TSC unstable on
 //           purpose.
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,17 +33,52 @@
 namespace tickclock_probe {
 namespace {
 
+// The kernel command line split as the kernel splits it (next_arg):
+// whitespace ends a word except inside double quotes, so a quoted value
+// ('dyndbg="file tsc=unstable +p"') is one word, not parameters of its own.
+std::vector<std::string> cmdline_words(const std::string &cmdline) {
+  std::vector<std::string> out;
+  std::string w;
+  bool quoted = false, any = false;
+  for (char c : cmdline) {
+    if (c == '"') quoted = !quoted;
+    if (!quoted && (c == ' ' || c == '\t' || c == '\n')) {
+      if (any) out.push_back(w);
+      w.clear();
+      any = false;
+      continue;
+    }
+    w += c;
+    any = true;
+  }
+  if (any) out.push_back(w);
+  return out;
+}
+
+// A word's parameter name, quotes dropped, '-' read as '_' (the kernel
+// treats them alike in names).
+std::string param_name(const std::string &w) {
+  std::string n;
+  for (char c : w.substr(0, w.find('='))) {
+    if (c == '"') continue;
+    n += c == '-' ? '_' : c;
+  }
+  return n;
+}
+
 // The words of the kernel command line that govern its clocks.
 std::vector<std::string> clock_words(const std::string &cmdline) {
+  static const char *const names[] = {"tsc",         "clocksource", "notsc",   "tsc_early_khz",
+                                      "no_kvmclock", "nopv",        "hv_clock"};
   std::vector<std::string> out;
-  std::istringstream in(cmdline);
-  std::string w;
-  while (in >> w) {
+  for (const std::string &w : cmdline_words(cmdline)) {
     if (w == "--") break;  // what follows is init's, not the kernel's
-    if (w.rfind("tsc=", 0) == 0 || w.rfind("clocksource=", 0) == 0 || w == "notsc" ||
-        w.rfind("tsc_early_khz=", 0) == 0 || w == "no-kvmclock" || w == "nopv" ||
-        w.rfind("hv_clock=", 0) == 0)
-      out.push_back(w);
+    std::string n = param_name(w);
+    for (const char *k : names)
+      if (n == k) {
+        out.push_back(w);
+        break;
+      }
   }
   return out;
 }
@@ -49,9 +87,9 @@ std::string read_cmdline() {
   std::string s;
   if (FILE *f = std::fopen("/proc/cmdline", "r")) {
     char buf[4096];
-    size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
     std::fclose(f);
-    s.assign(buf, n);
   }
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
@@ -89,10 +127,48 @@ double syscall_ns() {
   return v[3];
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+// The signatures of the hypervisor leaves past 0x40000000 (0x40000100 to
+// 0x40000f00), printable ones only: where a leaf is not implemented the
+// CPU answers another leaf's data, which matches no known signature.
+std::vector<std::string> further_signatures() {
+  std::vector<std::string> out;
+  for (unsigned leaf = 0x40000100u; leaf <= 0x40000f00u; leaf += 0x100u) {
+    unsigned a, b, c, d;
+    __cpuid(leaf, a, b, c, d);
+    char sig[13] = {0};
+    std::memcpy(sig, &b, 4);
+    std::memcpy(sig + 4, &c, 4);
+    std::memcpy(sig + 8, &d, 4);
+    std::string s(sig);
+    bool text = !s.empty();
+    for (unsigned char ch : s) text = text && ch >= 0x20 && ch < 0x7f;
+    if (text) out.push_back(s);
+  }
+  return out;
+}
+#endif
+
 double read_ns_of(const tickclock_info *info, const char *name) {
   for (unsigned k = 0; k < info->n_candidates; k++)
     if (std::strcmp(info->candidates[k].name, name) == 0) return info->candidates[k].read_ns;
   return 0;
+}
+
+// A line for a terminal: a byte that is no printable ASCII (a control
+// sequence on the command line, say) as \xNN.
+std::string printable(const std::string &s) {
+  std::string o;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f) {
+      o += (char)c;
+    } else {
+      char e[5];
+      std::snprintf(e, sizeof e, "\\x%02x", c);
+      o += e;
+    }
+  }
+  return o;
 }
 
 }  // namespace
@@ -112,11 +188,19 @@ Advice advise(const AdviceFacts &f) {
     a.cmdline += (a.cmdline.empty() ? "" : " ") + w;
   a.signature = f.signature;
   const Family *fam = family_of(a.clocksource);
+  std::string own;           // the kernel's hypervisor's signature, where a further leaf shows it
+  bool hyperv_face = false;  // 'Microsoft Hv' that KVM or Xen may show as well
   if (fam != nullptr) {
     a.kernel_hypervisor = fam->name;
     bool matches = false;
     for (const char *sig : fam->signatures) matches = matches || (sig && a.signature == sig);
-    a.outer = !a.signature.empty() && !matches;
+    if (!matches && a.signature == "Microsoft Hv" && std::strcmp(fam->name, "Hyper-V") != 0) {
+      for (const std::string &m : f.more_signatures)
+        for (const char *sig : fam->signatures)
+          if (sig && m == sig) own = m;
+      hyperv_face = true;
+    }
+    a.outer = !a.signature.empty() && !matches && !hyperv_face;
   }
   a.system_ns = f.system_ns;
   a.tsc_ns = f.tsc_ns;
@@ -132,7 +216,18 @@ Advice advise(const AdviceFacts &f) {
                 : "");
   if (!f.invariant_tsc) why += "; CPUID states no invariant TSC";
   a.lines.push_back("why: " + why + ". tickclock's reason: " + f.why);
-  if (!a.signature.empty() && fam != nullptr)
+  if (hyperv_face)
+    a.lines.push_back(
+        !own.empty()
+            ? fmt("the CPUID signature 'Microsoft Hv' is the Hyper-V-compatible interface of %s, "
+                  "whose own signature '%s' a further leaf shows and whose clock '%s' the kernel "
+                  "uses",
+                  fam->name, own.c_str(), a.clocksource.c_str())
+            : fmt("the CPUID signature 'Microsoft Hv' may be the Hyper-V-compatible interface "
+                  "that %s also offers, or an outer Hyper-V's (a nested guest); the kernel uses "
+                  "%s's clock '%s'",
+                  fam->name, fam->name, a.clocksource.c_str()));
+  else if (!a.signature.empty() && fam != nullptr)
     a.lines.push_back(
         a.outer ? fmt("the CPUID signature '%s' is not %s's, whose clock '%s' the kernel uses: "
                       "the signature user space sees may belong to an outer hypervisor (a nested "
@@ -161,6 +256,7 @@ Advice advise(const AdviceFacts &f) {
       "Do not where the host restores snapshots or migrates guests: after a restore the TSC can "
       "jump, even backwards, and such hosts mark it unstable on purpose. Keeping the OS clock is "
       "always correct");
+  for (std::string &l : a.lines) l = printable(l);
   return a;
 }
 
@@ -173,6 +269,7 @@ Advice explain_refusal(const Run &r) {
   f.available = r.ev.available_known ? r.ev.available_clocksource : "";
   f.cmdline = read_cmdline();
   f.signature = x.hv_valid ? x.hv_signature : "";
+  if (x.hv_valid) f.more_signatures = further_signatures();
   f.invariant_tsc = x.invariant_tsc != 0;
   f.why = r.info->why;
   f.system_ns = read_ns_of(r.info, "system");

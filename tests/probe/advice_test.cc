@@ -152,3 +152,58 @@ TEST_CASE("every recorded host that gets the OS clock: the advice reads that hos
   CHECK(advised >= 2);
   CHECK(outer >= 1);  // the nested PVM guest
 }
+
+TEST_CASE("the command line as the kernel parses it: a quoted value is not a parameter") {
+  AdviceFacts f = pvm_guest();
+  // dyndbg's quoted value holds words that are no parameters of their own;
+  // the kernel reads '-' and '_' in a parameter's name alike
+  f.cmdline =
+      "console=ttyS0 dyndbg=\"file tsc=unstable +p\" no_kvmclock tsc-early-khz=2100000 "
+      "tsc=reliable";
+  Advice a = advise(f);
+  CHECK(a.cmdline == "no_kvmclock tsc-early-khz=2100000 tsc=reliable");
+  CHECK_FALSE(has(a, "told not to trust"));
+  f.cmdline = "clocksource=\"kvm-clock\" tsc=unstable";
+  CHECK(advise(f).cmdline == "clocksource=\"kvm-clock\" tsc=unstable");
+}
+
+TEST_CASE("bytes that are no text (the command line's, a signature's): escaped in lines and JSON") {
+  // the library hands out a printable signature; the command line is read
+  // as it is, whatever a boot loader put there
+  AdviceFacts f = pvm_guest();
+  f.signature = std::string("\x1b[2J\x01\"evil\\", 10);
+  f.cmdline = std::string("tsc=unstable\x1b]0;owned\x07 clocksource=kvm-clock");
+  Advice a = advise(f);
+  for (const std::string &l : a.lines)
+    for (unsigned char c : l) CHECK((c >= 0x20 && c < 0x7f));
+  CHECK(has(a, "\\x1b[2J\\x01"));
+  CHECK(has(a, "tsc=unstable\\x1b]0;owned\\x07"));
+  std::string j = a.json();
+  CHECK(j.find('\x1b') == std::string::npos);
+  CHECK(j.find('\x01') == std::string::npos);
+  CHECK(j.find('\x07') == std::string::npos);
+}
+
+TEST_CASE("KVM and Xen also show Hyper-V's signature: not an outer hypervisor by itself") {
+  // a guest with Hyper-V enlightenments: 'Microsoft Hv' at 0x40000000, the
+  // hypervisor's own signature at 0x40000100
+  AdviceFacts f = pvm_guest();
+  f.cmdline = "";
+  f.signature = "Microsoft Hv";
+  f.more_signatures = {"KVMKVMKVM"};
+  Advice a = advise(f);
+  CHECK_FALSE(a.outer);
+  CHECK_FALSE(has(a, "outer hypervisor"));
+  f.clocksource = f.available = "xen";
+  f.more_signatures = {"XenVMMXenVMM"};
+  CHECK_FALSE(advise(f).outer);
+  // no further signature read: KVM's and Xen's Hyper-V face cannot be told
+  // from an outer Hyper-V, and the advice says both
+  f.more_signatures.clear();
+  a = advise(f);
+  CHECK_FALSE(a.outer);
+  CHECK(has(a, "Hyper-V-compatible interface"));
+  // a signature of neither family is still an outer one's
+  f.signature = "bhyve bhyve ";
+  CHECK(advise(f).outer);
+}

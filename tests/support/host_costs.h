@@ -11,6 +11,7 @@
 #ifndef TICKCLOCK_TESTS_SUPPORT_HOST_COSTS_H
 #define TICKCLOCK_TESTS_SUPPORT_HOST_COSTS_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -87,7 +88,9 @@ inline double spin_cpu_ms(double ms) {
 }
 // What one SIGALRM from a 200 us ITIMER_REAL costs this thread: the work a
 // spinning loop loses to the timer over 20 ms of its CPU time, divided by
-// the signals it got. The timer and SIGALRM's disposition are restored.
+// the signals it got. SIGALRM's disposition is restored, and a real-time
+// timer the process had armed runs on, less the time measured here (due
+// by now: it expires at once).
 inline double timer_signal_us() {
   struct sigaction sa, old;
   memset(&sa, 0, sizeof sa);
@@ -95,11 +98,13 @@ inline double timer_signal_us() {
   sa.sa_flags = SA_RESTART;
   struct itimerval on = {{0, 200}, {0, 200}}, off = {{0, 0}, {0, 0}}, was;
   std::vector<double> v;
+  getitimer(ITIMER_REAL, &was);
+  const double t0 = mono_ns();
   sigaction(SIGALRM, &sa, &old);
   for (int k = 0; k < 3; k++) {
     double base = spin_cpu_ms(20);
     timer_signals() = 0;
-    setitimer(ITIMER_REAL, &on, &was);
+    setitimer(ITIMER_REAL, &on, nullptr);
     double with = spin_cpu_ms(20);
     setitimer(ITIMER_REAL, &off, nullptr);
     long n = timer_signals();
@@ -107,7 +112,14 @@ inline double timer_signal_us() {
     v.push_back(n > 0 && lost_us > 0 ? lost_us / (double)n : 0);
   }
   sigaction(SIGALRM, &old, nullptr);
-  setitimer(ITIMER_REAL, &was, nullptr);
+  if (was.it_value.tv_sec != 0 || was.it_value.tv_usec != 0) {
+    double left_us =
+        (double)was.it_value.tv_sec * 1e6 + (double)was.it_value.tv_usec - (mono_ns() - t0) / 1e3;
+    long long l = left_us < 1 ? 1 : (long long)left_us;
+    was.it_value.tv_sec = (time_t)(l / 1000000);
+    was.it_value.tv_usec = (suseconds_t)(l % 1000000);
+    setitimer(ITIMER_REAL, &was, nullptr);
+  }
   std::sort(v.begin(), v.end());
   return v[1];
 }
@@ -127,11 +139,24 @@ double median_cost_ns(int batches, int n, F fn) {
 }  // namespace host_costs_detail
 
 // Measured once per process (about 130 ms); SIGUSR2's and SIGALRM's
-// dispositions and the real-time timer are restored afterwards.
+// dispositions, the signal mask and the real-time timer are as they were
+// afterwards.
 inline const HostCosts &host_costs() {
   static HostCosts c = [] {
     using namespace host_costs_detail;
     HostCosts h;
+    // Both signals are delivered while measured, whatever this thread's
+    // mask: a blocked one would cost only its raise() and stay pending
+    // into the caller's disposition. One the caller had pending already
+    // is raised again, blocked, afterwards.
+    sigset_t ours, mask, pending;
+    sigemptyset(&ours);
+    sigaddset(&ours, SIGUSR2);
+    sigaddset(&ours, SIGALRM);
+    sigpending(&pending);
+    const bool had_usr2 = sigismember(&pending, SIGUSR2) == 1,
+               had_alrm = sigismember(&pending, SIGALRM) == 1;
+    pthread_sigmask(SIG_UNBLOCK, &ours, &mask);
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = empty_handler;
@@ -149,6 +174,9 @@ inline const HostCosts &host_costs() {
       struct timespec ts;
       clock_gettime(CLOCK_MONOTONIC, &ts);
     });
+    pthread_sigmask(SIG_SETMASK, &mask, nullptr);
+    if (had_usr2 && sigismember(&mask, SIGUSR2) == 1) raise(SIGUSR2);
+    if (had_alrm && sigismember(&mask, SIGALRM) == 1) raise(SIGALRM);
     return h;
   }();
   return c;

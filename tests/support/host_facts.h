@@ -119,9 +119,14 @@ inline bool qemu_user_x86() {
 struct CounterPlan {
   bool usable = false, forced = false;
   std::string why;  // forced: what the blessing lacks; unusable: why not
-  // In the child, before the library's first use.
+  // In the child, before the library's first use. Where the library's own
+  // choice is the plan, a TICKCLOCK_SOURCE inherited from whoever ran the
+  // test goes: it would decide instead.
   void apply() const {
-    if (forced) setenv("TICKCLOCK_SOURCE", "tsc", 1);
+    if (forced)
+      setenv("TICKCLOCK_SOURCE", "tsc", 1);
+    else if (usable)
+      unsetenv("TICKCLOCK_SOURCE");
   }
   std::string how() const {
     return !usable  ? "the counter cannot be used here (" + why + ")"

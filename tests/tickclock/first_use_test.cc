@@ -110,10 +110,12 @@ int blessed_cpuid(void *, uint32_t leaf, uint32_t sub, tickclock_cpuid_regs *r) 
   return 1;
 }
 
-// In the child, before its first use: the host as it is, or the blessed
+// In the child, before its first use: the host as it is (a
+// TICKCLOCK_SOURCE the test inherited dropped), or the blessed
 // personality where the plan says the kernel does not bless the TSC.
 // `cpuid` replaces CPUID where a case states its own leaves.
 void personality(tickclock_cpuid_fn cpuid = nullptr) {
+  unsetenv("TICKCLOCK_SOURCE");  // the library's own decision, not the caller's environment
   if (!plan().forced && cpuid == nullptr) return;
   static tickclock_platform p;
   memset(&p, 0, sizeof p);  // every member not set: the native one

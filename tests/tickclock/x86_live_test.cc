@@ -158,7 +158,16 @@ TEST_CASE(
   // and then the reason says so; else the OS clock is chosen and its reason
   // names one of the facts the host lacks.
   MESSAGE("this host does not bless the TSC: " << missing);
+  bool cost_only = h.clocksource == "tsc" && h.tsc_bit && h.invariant && h.prctl_enabled;
   if (in->source == TICKCLOCK_SOURCE_TSC) {
+    if (cost_only) {
+      // only the test's margin is missing (RDTSC at 75-100% of
+      // clock_gettime's cost): the library's rule is "not dearer", and its
+      // own measurement may fall either side of this one's
+      MESSAGE("RDTSC not clearly cheaper here; the library, measuring for itself, chose the TSC");
+      CHECK(h.rdtsc_ns <= 1.25 * h.gettime_ns);
+      return;
+    }
     CHECK(h.clocksource != "tsc");
     CHECK(why.find("hypervisor") != std::string::npos);
     return;
@@ -171,7 +180,7 @@ TEST_CASE(
   if (!h.invariant) named = named || why.find("invariant TSC") != std::string::npos;
   if (!h.prctl_enabled) named = named || why.find("PR_SET_TSC") != std::string::npos;
   if (h.tsc_bit && h.prctl_enabled && !(h.rdtsc_ns < 0.75 * h.gettime_ns))
-    named = named || why.find("read") != std::string::npos;
+    named = named || why.find("a counter read costs") != std::string::npos;
   INFO("why: " << why << "; missing: " << missing);
   CHECK(named);
 }
