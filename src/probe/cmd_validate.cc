@@ -152,8 +152,8 @@ int cmd_validate(int argc, char **argv) {
     std::fprintf(fx, "# validate.seconds: %g\n", seconds);
     std::fprintf(fx, "# observed.cpus: %zu\n", allowed_cpus().size());
     // the kernel's clock words (a value is at most 207 characters)
-    std::string words = kernel_clock_words();
-    if (!words.empty()) std::fprintf(fx, "# kernel.cmdline_clock: %.200s\n", words.c_str());
+    std::string words = kernel_clock_words(200);
+    if (!words.empty()) std::fprintf(fx, "# kernel.cmdline_clock: %s\n", words.c_str());
     std::fprintf(fx, "# observed.drift_ppm: %.3f\n", r.drift_ppm);
     std::fprintf(fx, "# observed.warp_backward: %" PRIu64 "\n", r.warp_back);
     std::fprintf(fx, "# observed.warp_max_ticks: %" PRIu64 "\n", r.warp_max);

@@ -96,7 +96,9 @@ Advice advise(const AdviceFacts &f);  // pure: the tests feed it recorded hosts
 // This host's facts, where the OS clock was chosen over an x86 TSC; an
 // Advice that does not apply elsewhere.
 Advice explain_refusal(const Run &r);
-// The kernel command line's clock words ("tsc=unstable clocksource=kvm-clock").
-std::string kernel_clock_words();
+// The kernel command line's clock words ("tsc=unstable clocksource=kvm-clock"),
+// escaped, as many whole words as fit in max_len characters.
+std::string kernel_clock_words(size_t max_len);
+std::string clock_words_text(const std::string &cmdline, size_t max_len);  // the same, pure
 
 }  // namespace tickclock_probe

@@ -173,11 +173,17 @@ std::string printable(const std::string &s) {
 
 }  // namespace
 
-std::string kernel_clock_words() {
+std::string clock_words_text(const std::string &cmdline, size_t max_len) {
   std::string s;
-  for (const std::string &w : clock_words(read_cmdline())) s += (s.empty() ? "" : " ") + w;
+  for (const std::string &w : clock_words(cmdline)) {
+    std::string word = esc(w);  // a fixture line is text: no control byte in it
+    if (s.size() + (s.empty() ? 0 : 1) + word.size() > max_len) break;  // whole words only
+    s += (s.empty() ? "" : " ") + word;
+  }
   return s;
 }
+
+std::string kernel_clock_words(size_t max_len) { return clock_words_text(read_cmdline(), max_len); }
 
 Advice advise(const AdviceFacts &f) {
   Advice a;

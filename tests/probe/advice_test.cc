@@ -207,3 +207,15 @@ TEST_CASE("KVM and Xen also show Hyper-V's signature: not an outer hypervisor by
   f.signature = "bhyve bhyve ";
   CHECK(advise(f).outer);
 }
+
+TEST_CASE("the fixture's clock words: whole words only, escaped, within the metadata limit") {
+  using tickclock_probe::clock_words_text;
+  std::string line = "ro tsc=unstable clocksource=kvm-clock quiet";
+  CHECK(clock_words_text(line, 200) == "tsc=unstable clocksource=kvm-clock");
+  CHECK(clock_words_text(line, 30) == "tsc=unstable");  // never "tsc=unstable clocksou"
+  CHECK(clock_words_text(line, 11).empty());
+  std::string ctl = std::string("tsc=unsta") + '\x1b' + "ble";
+  std::string got = clock_words_text(ctl, 200);
+  CHECK(got.find('\x1b') == std::string::npos);
+  MESSAGE("escaped: " << got);
+}

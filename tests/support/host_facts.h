@@ -86,8 +86,17 @@ inline double min_read_cost_ns(bool counter) {
 // QEMU user mode on an x86 host (the CPU-model cells): CPUID is QEMU's
 // TCG ("TCGTCGTCGTCG") while the kernel, and its /proc/cpuinfo, are the
 // host's. There the prctl and seccomp calls reach the emulator, not the
-// program, and an exec leaves the emulation. (Under QEMU system emulation
-// the guest's kernel names the emulated CPU "QEMU ...".)
+// program, and an exec leaves the emulation. Under QEMU system emulation
+// the guest's own kernel writes CPUID's brand string as the model name
+// ("QEMU Virtual CPU version 2.5+", "Intel Core i7 9xx (Nehalem Class Core
+// i7)"), so a model name that is not CPUID's brand is the host's.
+inline std::string trimmed(std::string s) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\n' || s.back() == '\t' || s.back() == '\0'))
+    s.pop_back();
+  size_t k = s.find_first_not_of(" \t");
+  return k == std::string::npos ? std::string() : s.substr(k);
+}
 inline bool qemu_user_x86() {
   unsigned a, b, c, d;
   char sig[13] = {0};
@@ -98,14 +107,31 @@ inline bool qemu_user_x86() {
   std::memcpy(sig + 4, &c, 4);
   std::memcpy(sig + 8, &d, 4);
   if (std::string(sig) != "TCGTCGTCGTCG") return false;
+  std::string brand;
+  __cpuid(0x80000000u, a, b, c, d);
+  if (a >= 0x80000004u && a <= 0x8000ffffu) {
+    char buf[49] = {0};
+    for (unsigned k = 0; k < 3; k++) {
+      __cpuid(0x80000002u + k, a, b, c, d);
+      std::memcpy(buf + 16 * k, &a, 4);
+      std::memcpy(buf + 16 * k + 4, &b, 4);
+      std::memcpy(buf + 16 * k + 8, &c, 4);
+      std::memcpy(buf + 16 * k + 12, &d, 4);
+    }
+    brand = trimmed(buf);
+  }
   std::string model;
   if (FILE *f = std::fopen("/proc/cpuinfo", "r")) {
     char line[512];
     while (model.empty() && std::fgets(line, sizeof line, f))
-      if (std::strncmp(line, "model name", 10) == 0) model = line;
+      if (std::strncmp(line, "model name", 10) == 0) {
+        const char *colon = std::strchr(line, ':');
+        model = trimmed(colon ? colon + 1 : "");
+      }
     std::fclose(f);
   }
-  return model.find("QEMU") == std::string::npos;
+  if (brand.empty()) return model.find("QEMU") == std::string::npos;
+  return model != brand;
 }
 
 // How a test puts the counter in use in a fresh process on this host. The
