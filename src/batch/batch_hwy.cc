@@ -51,63 +51,107 @@ size_t FirstDecreaseImpl(const uint64_t* a, size_t n) { return scalar::FirstDecr
 using DU = hn::ScalableTag<uint64_t>;
 using VU = hn::Vec<DU>;
 
-// High 64 bits of a*b per lane, a and b split into 32-bit halves;
-// b_hi = b >> 32 is passed in (it is loop-invariant here).
-HWY_INLINE VU MulHigh(DU d, VU a, VU b, VU b_hi) {
+// Upper 32 bits of each u64 lane moved to the lower half, for MulEven,
+// which reads only the lower half: on x86 a dword shuffle, which runs on a
+// port the multiplies and shifts do not use (the shift competes with them).
+HWY_INLINE VU HighHalf(DU d, VU a) {
+#if HWY_ARCH_X86
   const hn::Repartition<uint32_t, DU> d32;
-  const VU mask32 = hn::Set(d, 0xFFFFFFFFull);
-  const VU a_hi = hn::ShiftRight<32>(a);
-  const VU ll = hn::MulEven(hn::BitCast(d32, a), hn::BitCast(d32, b));
-  const VU lh = hn::MulEven(hn::BitCast(d32, a), hn::BitCast(d32, b_hi));
-  const VU hl = hn::MulEven(hn::BitCast(d32, a_hi), hn::BitCast(d32, b));
-  const VU hh = hn::MulEven(hn::BitCast(d32, a_hi), hn::BitCast(d32, b_hi));
-  // middle column: three terms below 2^32 each, no overflow
-  const VU mid = hn::Add(hn::Add(hn::ShiftRight<32>(ll), hn::And(lh, mask32)), hn::And(hl, mask32));
-  return hn::Add(hn::Add(hh, hn::ShiftRight<32>(lh)),
-                 hn::Add(hn::ShiftRight<32>(hl), hn::ShiftRight<32>(mid)));
+  return hn::BitCast(d, hn::Shuffle2301(hn::BitCast(d32, a)));
+#else
+  (void)d;
+  return hn::ShiftRight<32>(a);
+#endif
 }
 
-// Low 64 bits of a*b per lane (same split).
-HWY_INLINE VU MulLow(DU d, VU a, VU b, VU b_hi) {
+// 32x32 -> 64 product of the lower halves of the lanes of a and b.
+HWY_INLINE VU Mul32(DU d, VU a, VU b) {
   const hn::Repartition<uint32_t, DU> d32;
   (void)d;
-  const VU a_hi = hn::ShiftRight<32>(a);
-  const VU ll = hn::MulEven(hn::BitCast(d32, a), hn::BitCast(d32, b));
-  const VU lh = hn::MulEven(hn::BitCast(d32, a), hn::BitCast(d32, b_hi));
-  const VU hl = hn::MulEven(hn::BitCast(d32, a_hi), hn::BitCast(d32, b));
-  return hn::Add(ll, hn::ShiftLeft<32>(hn::Add(lh, hl)));
+  return hn::MulEven(hn::BitCast(d32, a), hn::BitCast(d32, b));
+}
+
+// High 64 bits of a*b per lane from four 32x32 products; a_hi and b_hi
+// carry the upper halves in their lower halves (b_hi is loop-invariant).
+// The columns are summed as t1 = hl + (ll >> 32), t2 = lh + lo32(t1):
+// neither can overflow (each is below 2^64 - 2^32 + 2^32).
+HWY_INLINE VU MulHigh(DU d, VU a, VU a_hi, VU b, VU b_hi) {
+  const VU mask32 = hn::Set(d, 0xFFFFFFFFull);
+  const VU ll = Mul32(d, a, b);
+  const VU lh = Mul32(d, a, b_hi);
+  const VU hl = Mul32(d, a_hi, b);
+  const VU hh = Mul32(d, a_hi, b_hi);
+  const VU t1 = hn::Add(hl, hn::ShiftRight<32>(ll));
+  const VU t2 = hn::Add(lh, hn::And(t1, mask32));
+  return hn::Add(hn::Add(hh, hn::ShiftRight<32>(t1)), hn::ShiftRight<32>(t2));
 }
 
 // The integer part's form, chosen once per call.
 enum class IntForm { kZero, kSmall, kWide };
 
+// t * (i + f/2^64) modulo 2^64. Exact wherever the true value is below
+// 2^64 (the callers saturate the other lanes by comparing t with a
+// per-call threshold), so no carry or high integer product is needed:
+// kZero: t*f/2^64 < t, nothing to add; kSmall (i < 2^32): t*i mod 2^64 =
+// t_lo*i + (t_hi*i << 32); kWide: t*i mod 2^64 = ll + ((lh + hl) << 32).
 // Loop-invariant vectors are passed one by one: SVE/RVV vectors are
 // sizeless and cannot be struct members.
 template <IntForm kForm>
-HWY_INLINE VU Scale(DU d, VU t, VU f, VU f_hi, VU i, VU i_hi) {
-  const VU frac_hi = MulHigh(d, t, f, f_hi);
+HWY_INLINE VU ScaleWrapped(DU d, VU t, VU f, VU f_hi, VU i, VU i_hi) {
+  const VU t_hi = HighHalf(d, t);
+  const VU frac_hi = MulHigh(d, t, t_hi, f, f_hi);
   if constexpr (kForm == IntForm::kZero) {
-    return frac_hi;  // t * f / 2^64 < t: no overflow, no carry
+    (void)i, (void)i_hi;
+    return frac_hi;
+  } else if constexpr (kForm == IntForm::kSmall) {
+    (void)i_hi;
+    const VU int_lo = hn::Add(Mul32(d, t, i), hn::ShiftLeft<32>(Mul32(d, t_hi, i)));
+    return hn::Add(frac_hi, int_lo);
   } else {
-    VU int_hi, int_lo;
-    if constexpr (kForm == IntForm::kSmall) {
-      // i < 2^32: t*i = t_lo*i + (t_hi*i << 32); both partial products < 2^64
-      const hn::Repartition<uint32_t, DU> d32;
-      const VU p0 = hn::MulEven(hn::BitCast(d32, t), hn::BitCast(d32, i));
-      const VU p1 = hn::MulEven(hn::BitCast(d32, hn::ShiftRight<32>(t)), hn::BitCast(d32, i));
-      const VU mid = hn::Add(p1, hn::ShiftRight<32>(p0));
-      int_hi = hn::ShiftRight<32>(mid);
-      int_lo = hn::Or(hn::ShiftLeft<32>(mid), hn::And(p0, hn::Set(d, 0xFFFFFFFFull)));
-    } else {
-      int_hi = MulHigh(d, t, i, i_hi);
-      int_lo = MulLow(d, t, i, i_hi);
-    }
-    const VU sum = hn::Add(int_lo, frac_hi);
-    // carry out of int_lo + frac_hi, in bit 63
-    const VU carry = hn::Or(hn::And(int_lo, frac_hi), hn::AndNot(sum, hn::Or(int_lo, frac_hi)));
-    const VU ovf = hn::Or(int_hi, hn::ShiftRight<63>(carry));
-    return hn::Or(sum, hn::VecFromMask(d, hn::Ne(ovf, hn::Zero(d))));  // saturate to all-ones
+    const VU cross = hn::Add(Mul32(d, t, i_hi), Mul32(d, t_hi, i));
+    const VU int_lo = hn::Add(Mul32(d, t, i), hn::ShiftLeft<32>(cross));
+    return hn::Add(frac_hi, int_lo);
   }
+}
+
+// The largest t with ticks_to_ns(t) < limit (UINT64_MAX when even
+// UINT64_MAX converts below it; limit > 0). ticks_to_ns
+// never decreases in t, so every larger t converts to limit or more, and
+// every t up to it converts exactly in ScaleWrapped's modular arithmetic.
+// A division gives the estimate where the compiler has 128-bit integers;
+// the bisection confirms it (two conversions) or finds the value alone.
+uint64_t LastBelow(const tickclock_conv& c, uint64_t limit) {
+  if (tickclock_conv_ticks_to_ns(&c, UINT64_MAX) < limit) return UINT64_MAX;
+  uint64_t lo = 0, hi = UINT64_MAX;  // conv(lo) < limit <= conv(hi)
+#if defined(__SIZEOF_INT128__)
+  {
+    // t * (i*2^64 + f) < limit * 2^64  <=>  t <= (limit*2^64 - 1) / M
+    using u128 = unsigned __int128;
+    const u128 m = ((u128)c.ns_int << 64) | c.ns_frac;
+    if (m != 0) {
+      const u128 e = (((u128)limit << 64) - 1) / m;
+      if (e < UINT64_MAX) {
+        const uint64_t est = (uint64_t)e;
+        if (tickclock_conv_ticks_to_ns(&c, est) < limit) lo = est;
+        if (tickclock_conv_ticks_to_ns(&c, est + 1) >= limit) hi = est + 1;
+      }
+    }
+  }
+#endif
+  while (hi - lo > 1) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    (tickclock_conv_ticks_to_ns(&c, mid) < limit ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+// Unsigned t > limit per lane, with limit already XORed with the sign
+// bit: the signed compare every x86 target has (AVX2 has no unsigned one).
+HWY_INLINE VU Above(DU d, VU t, VU limit_flipped) {
+  const hn::RebindToSigned<DU> di;
+  const VU msb = hn::Set(d, 1ull << 63);
+  return hn::VecFromMask(
+      d, hn::RebindMask(d, hn::Gt(hn::BitCast(di, hn::Xor(t, msb)), hn::BitCast(di, limit_flipped))));
 }
 
 template <IntForm kForm>
@@ -117,8 +161,23 @@ HWY_NOINLINE void TicksLoop(const tickclock_conv& c, const uint64_t* in, uint64_
   const VU f = hn::Set(d, c.ns_frac), f_hi = hn::Set(d, c.ns_frac >> 32);
   const VU i = hn::Set(d, c.ns_int), i_hi = hn::Set(d, c.ns_int >> 32);
   size_t x = 0;
-  for (; x + N <= n; x += N)
-    hn::StoreU(Scale<kForm>(d, hn::LoadU(d, in + x), f, f_hi, i, i_hi), d, out + x);
+  if constexpr (kForm == IntForm::kZero) {
+    // t*f/2^64 < t: never saturates
+    for (; x + 2 * N <= n; x += 2 * N) {
+      const VU a = hn::LoadU(d, in + x), b = hn::LoadU(d, in + x + N);
+      hn::StoreU(ScaleWrapped<kForm>(d, a, f, f_hi, i, i_hi), d, out + x);
+      hn::StoreU(ScaleWrapped<kForm>(d, b, f, f_hi, i, i_hi), d, out + x + N);
+    }
+    for (; x + N <= n; x += N)
+      hn::StoreU(ScaleWrapped<kForm>(d, hn::LoadU(d, in + x), f, f_hi, i, i_hi), d, out + x);
+  } else {
+    // one compare per vector: lanes above the last unsaturated t -> all-ones
+    const VU last = hn::Set(d, LastBelow(c, UINT64_MAX) ^ (1ull << 63));
+    for (; x + N <= n; x += N) {
+      const VU t = hn::LoadU(d, in + x);
+      hn::StoreU(hn::Or(ScaleWrapped<kForm>(d, t, f, f_hi, i, i_hi), Above(d, t, last)), d, out + x);
+    }
+  }
   for (; x < n; ++x) out[x] = tickclock_conv_ticks_to_ns(&c, in[x]);
 }
 
@@ -130,16 +189,22 @@ HWY_NOINLINE void DeltasLoop(const tickclock_conv& c, const int64_t* in, int64_t
   const VU f = hn::Set(d, c.ns_frac), f_hi = hn::Set(d, c.ns_frac >> 32);
   const VU i = hn::Set(d, c.ns_int), i_hi = hn::Set(d, c.ns_int >> 32);
   const VU int64_max = hn::Set(d, 0x7FFFFFFFFFFFFFFFull);
+  // |d| <= 2^63. Without an integer part |d|*f/2^64 < 2^63 fits int64;
+  // otherwise both signs saturate exactly where the magnitude converts
+  // to 2^63 or more (-2^63 is INT64_MIN itself): one threshold.
+  const VU last =
+      hn::Set(d, (kForm == IntForm::kZero ? UINT64_MAX : LastBelow(c, 1ull << 63)) ^ (1ull << 63));
   size_t x = 0;
   for (; x + N <= n; x += N) {
     const auto v = hn::LoadU(di, in + x);
     const VU s = hn::BitCast(d, hn::BroadcastSignBit(v));      // all-ones if negative
     const VU mag = hn::Sub(hn::Xor(hn::BitCast(d, v), s), s);  // |v|, 2^63 for INT64_MIN
-    const VU r = Scale<kForm>(d, mag, f, f_hi, i, i_hi);
-    // clamp to 2^63 - 1 (positive) or 2^63 (negative), then negate if negative
-    const VU lim = hn::Sub(int64_max, s);
-    const VU m = hn::Min(r, lim);
-    hn::StoreU(hn::BitCast(di, hn::Sub(hn::Xor(m, s), s)), di, out + x);
+    VU r = ScaleWrapped<kForm>(d, mag, f, f_hi, i, i_hi);
+    if constexpr (kForm != IntForm::kZero) {
+      // saturated lanes: 2^63 - 1, or 2^63 where negative (negated below)
+      r = hn::IfThenElse(hn::MaskFromVec(Above(d, mag, last)), hn::Xor(int64_max, s), r);
+    }
+    hn::StoreU(hn::BitCast(di, hn::Sub(hn::Xor(r, s), s)), di, out + x);
   }
   for (; x < n; ++x) out[x] = tickclock_conv_delta_to_ns(&c, in[x]);
 }

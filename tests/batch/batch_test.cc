@@ -94,6 +94,19 @@ uint64_t SaturationPoint(const tickclock_conv& c) {
   return hi;
 }
 
+// Smallest magnitude m <= 2^63 with ticks_to_ns(m) >= 2^63 (the first
+// saturating delta, either sign), or 0 if no delta saturates.
+uint64_t Int64SaturationPoint(const tickclock_conv& c) {
+  const uint64_t lim = 1ull << 63;
+  if (tickclock_conv_ticks_to_ns(&c, lim) < lim) return 0;
+  uint64_t lo = 0, hi = lim;  // f(lo) < 2^63 <= f(hi)
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    (tickclock_conv_ticks_to_ns(&c, mid) >= lim ? hi : lo) = mid;
+  }
+  return hi;
+}
+
 std::vector<uint64_t> Inputs(const tickclock_conv& c, Rng& rng) {
   std::vector<uint64_t> v = {0,
                              1,
@@ -175,6 +188,15 @@ TEST_CASE("batch kernels are bit-identical to the scalar conversion on every tar
       for (uint64_t x : in) din.push_back((int64_t)x), din.push_back(-(int64_t)(x >> 1));
       din.push_back(INT64_MIN), din.push_back(INT64_MIN + 1), din.push_back(INT64_MAX);
       din.push_back(-1);
+      // both signs around the magnitude that first converts to 2^63 ns or
+      // more (where delta_to_ns starts to saturate; the SIMD kernels find
+      // it once per call and compare against it)
+      const uint64_t m = Int64SaturationPoint(c);
+      for (uint64_t k = 0; m && k < 5; ++k) {
+        const uint64_t mag = m - 2 + k;
+        if (mag < (1ull << 63)) din.push_back((int64_t)mag);
+        if (mag <= (1ull << 63)) din.push_back((int64_t)(0 - mag));
+      }
       std::vector<int64_t> dwant(din.size()), dgot(din.size());
       tb::scalar::DeltasToNs(c, din.data(), dwant.data(), din.size());
       for (size_t k = 0; k < din.size(); ++k)
