@@ -150,8 +150,8 @@ uint64_t LastBelow(const tickclock_conv& c, uint64_t limit) {
 HWY_INLINE VU Above(DU d, VU t, VU limit_flipped) {
   const hn::RebindToSigned<DU> di;
   const VU msb = hn::Set(d, 1ull << 63);
-  return hn::VecFromMask(
-      d, hn::RebindMask(d, hn::Gt(hn::BitCast(di, hn::Xor(t, msb)), hn::BitCast(di, limit_flipped))));
+  return hn::VecFromMask(d, hn::RebindMask(d, hn::Gt(hn::BitCast(di, hn::Xor(t, msb)),
+                                                     hn::BitCast(di, limit_flipped))));
 }
 
 template <IntForm kForm>
@@ -175,7 +175,8 @@ HWY_NOINLINE void TicksLoop(const tickclock_conv& c, const uint64_t* in, uint64_
     const VU last = hn::Set(d, LastBelow(c, UINT64_MAX) ^ (1ull << 63));
     for (; x + N <= n; x += N) {
       const VU t = hn::LoadU(d, in + x);
-      hn::StoreU(hn::Or(ScaleWrapped<kForm>(d, t, f, f_hi, i, i_hi), Above(d, t, last)), d, out + x);
+      hn::StoreU(hn::Or(ScaleWrapped<kForm>(d, t, f, f_hi, i, i_hi), Above(d, t, last)), d,
+                 out + x);
     }
   }
   for (; x < n; ++x) out[x] = tickclock_conv_ticks_to_ns(&c, in[x]);
