@@ -360,7 +360,7 @@ void tkc_reset_world(void) {
   TKC_STORE_RELEASE(&tkc_g_state, (const tickclock_info *)NULL);
   tkc_checks_reset();
   tkc_refine_reset();
-  tkc_duration_reset();
+  tkc_suspends_reset();
 }
 
 /* Handed to a signal handler that interrupted the first initialisation in
