@@ -27,8 +27,6 @@ TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_reval_deadline = UINT64_MAX;
 
 tkc_check_book *tkc_checks(void) { return &tkc_bk; }
 
-uint64_t tkc_deadline(void) { return TKC_LOAD_RELAXED(&tkc_g_reval_deadline); }
-
 uint64_t tkc_max_seen(void) { return tkc_bk.max_seen; }
 
 int tkc_last_sample(tkc_bracket *b) {

@@ -36,7 +36,7 @@ int tickclock_duration_get(uint64_t start, uint64_t end, tickclock_duration *out
   unsigned flags = 0, spanned = 0;
   if (out == NULL) return TICKCLOCK_EINVAL;
   /* what is due for the later tick first, as tickclock_delta_ns does */
-  if (TKC_UNLIKELY(hi >= tkc_deadline())) tkc_revalidate_due(hi);
+  tkc_due_first(hi);
   s = tkc_state();
   ns_lo = tkc_ns_in(s, lo);
   ns_hi = tkc_ns_in(s, hi);

@@ -23,18 +23,6 @@ static tickclock_info tkc_refined;
 static tickclock_info tkc_crossed;
 #endif
 
-int tkc_publish_planned(const tickclock_info *fresh, const tickclock_info *old,
-                        const tickclock_evidence *ev, int asked_ms, int cross_checked, int trust,
-                        int use_spare, int may_alloc) {
-  /* the plan is the new state's: the old one is kept aside until it is out */
-  tkc_refine_book keep = *tkc_refine_schedule();
-  int rc;
-  tkc_refine_plan(fresh, ev, asked_ms, cross_checked);
-  rc = tkc_publish(fresh, old, trust, use_spare, may_alloc, ev);
-  if (rc != TICKCLOCK_OK) *tkc_refine_schedule() = keep; /* nothing changed */
-  return rc;
-}
-
 #if defined(TKC_ARCH_COUNTER)
 /* The cross-check of a published frequency (s->freq_pending_check, or a
  * published source that passed it and disagrees with a later, longer

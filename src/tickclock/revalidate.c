@@ -1,17 +1,7 @@
-/* tickclock — re-validation and refinement of the published counter
- * state (lock held throughout).
- *
- * Two ways in:
- *  - tickclock_revalidate() (and tickclock_revalidate_every()): a call the
- *    program makes on purpose, outside any signal handler. It may
- *    allocate (it tops up the slots the conversions publish into) and read
- *    files (the kernel's clocksource).
- *  - tkc_revalidate_due(), from tickclock_to_ns/tickclock_delta_ns once a
- *    tick passed the deadline: possibly inside a signal handler that
- *    interrupted anything, malloc included. It takes the lock only if it
- *    is free (never waits), allocates nothing (a publication takes a
- *    ready slot, or waits for a call that may allocate), reads no file,
- *    and formats with the library's own formatter.
+/* tickclock — re-validation of the published counter state (lock held
+ * throughout): the checks, and the switch away from a counter that fails
+ * them. What falls due, and when, is due.c's; the checks' records and the
+ * deadline are bookkeeping.c's.
  *
  * Faults after initialisation:
  *  - prctl(PR_SET_TSC, PR_TSC_SIGSEGV) after first use: the next
@@ -33,9 +23,6 @@
  *    CLOCK_MONOTONIC) is judged against both the awake and the total
  *    time; a refinement sample across one is discarded and the refinement
  *    starts again from a fresh bracket.
- *
- * Refinement (refine.c) is due on the same deadline; the checks' records
- * and the deadline are bookkeeping.c's.
  */
 #include "state.h"
 #include "decide.h"
@@ -105,7 +92,7 @@ static int tkc_drifted(const tickclock_info *s, tkc_bracket b, double w, tkc_bra
 
 /* Before any counter read of a check or a refinement: RDTSC disabled for
  * this thread means switching without reading it. 1 if it switched. */
-static int tkc_rdtsc_disabled_locked(const tickclock_info *s) {
+int tkc_rdtsc_disabled_locked(const tickclock_info *s) {
 #if defined(TKC_X86)
   if (tkc_p_prctl_get_tsc() == TICKCLOCK_PRCTL_SIGSEGV) {
     tkc_os_use_syscall(1);
@@ -133,7 +120,7 @@ static int tkc_same_clocksource(const char *now, const char *then) {
  * tkc_rdtsc_disabled_locked); with_io: also the kernel's clocksource,
  * which needs a file read (tickclock_revalidate() only). Formats only when
  * switching. */
-static int tkc_revalidate_locked(int with_io) {
+int tkc_revalidate_locked(int with_io) {
   tkc_check_book *bk = tkc_checks();
   const tickclock_info *s = tkc_published();
   char why[TICKCLOCK_REASON_LEN];
@@ -186,7 +173,7 @@ static int tkc_revalidate_locked(int with_io) {
  * bracket could be taken then: the raw clock unreadable, a suspend in
  * each try) takes one now; a published frequency's cross-check measures
  * from it. Nothing is checked until one is had. */
-static void tkc_anchor_again(const tickclock_info *s) {
+void tkc_anchor_again(const tickclock_info *s) {
   tkc_check_book *bk = tkc_checks();
   tkc_bracket b = tkc_tightest_bracket(tkc_read_counter_ordered);
   if (b.width == UINT64_MAX) return;
@@ -197,43 +184,12 @@ static void tkc_anchor_again(const tickclock_info *s) {
   if (s->freq_pending_check) tkc_refine_from_anchor(s, b);
   tkc_arm_deadline(s, bk->max_seen);
 }
-
-/* What is due at unit tick ticks: the RDTSC check before any counter
- * read (check_now: an explicit tickclock_revalidate(), which made it
- * before reading the tick, and wants the checks in any case); a published
- * frequency's cross-check before the checks (a wrong stated rate is
- * replaced, not mistaken for the counter drifting); the rate check; a
- * refinement. may_alloc (and the file reads): tickclock_revalidate() only. */
-static void tkc_due_locked(uint64_t ticks, int check_now, int may_alloc) {
-  tkc_check_book *bk = tkc_checks();
-  const tickclock_info *s = tkc_published();
-  if (s == NULL || !tkc_reads_counter(s) || !bk->chk_on) return;
-  if (!check_now) {
-    uint64_t now;
-    if (tkc_rdtsc_disabled_locked(s)) return;
-    /* a tick from the future (an interval converted as a tick, a caller's
-     * arbitrary value) makes nothing due before its time */
-    now = tkc_map(s, tkc_read_counter_ordered());
-    if (ticks > now) ticks = now;
-  }
-  if (tkc_refine_pending() && s->freq_pending_check && ticks >= tkc_refine_at()) {
-    tkc_refine_locked(may_alloc);
-    s = tkc_published();
-    if (!tkc_reads_counter(s)) return;     /* it disagreed: the OS clock now */
-    if (!s->freq_pending_check) ticks = 0; /* a new state: its own schedule */
-  }
-  if (check_now || ticks >= bk->reval_at) {
-    if (tkc_revalidate_locked(check_now) == TICKCLOCK_SWITCHED) return;
-  }
-  if (tkc_refine_pending() && ticks >= tkc_refine_at()) tkc_refine_locked(may_alloc);
-  tkc_store_deadline();
-}
 #endif
 
 /* The OS clock in use and RDTSC disabled for this thread: its vDSO may
  * execute RDTSC too, so readings move to the system call (a new state
  * that says so). */
-static void tkc_os_path_check_locked(const tickclock_info *s) {
+void tkc_os_path_check_locked(const tickclock_info *s) {
 #if defined(TKC_X86) && defined(__linux__)
   if (s == NULL || tkc_reads_counter(s) || tkc_os_syscall_on()) return;
   if (tkc_p_prctl_get_tsc() != TICKCLOCK_PRCTL_SIGSEGV) return;
@@ -243,52 +199,4 @@ static void tkc_os_path_check_locked(const tickclock_info *s) {
 #else
   (void)s;
 #endif
-}
-
-int tickclock_revalidate(void) {
-  int r = 0;
-  const tickclock_info *s;
-  if (tkc_first_state() == NULL) return TICKCLOCK_EBUSY;
-  if (!tkc_lock()) return TICKCLOCK_EBUSY;
-  s = tkc_published();
-  tkc_reserve_slots();
-  tkc_os_path_check_locked(s);
-#if defined(TKC_ARCH_COUNTER)
-  /* the checks now, and whatever refinement is due (the RDTSC check
-   * first: the current tick is read only once it passed) */
-  if (tkc_reads_counter(s)) {
-    if (!tkc_rdtsc_disabled_locked(s)) {
-      if (!tkc_checks()->chk_on) tkc_anchor_again(s);
-      tkc_due_locked(tkc_map(s, tkc_read_counter_ordered()), 1, 1);
-    }
-    if (!tkc_reads_counter(tkc_published())) r = TICKCLOCK_SWITCHED;
-  }
-  tkc_reserve_slots();
-#endif
-  tkc_unlock();
-  return r;
-}
-
-void tickclock_revalidate_every(uint32_t ms) {
-  tkc_check_book *bk = tkc_checks();
-  if (tkc_first_state() == NULL || !tkc_lock()) return;
-  bk->reval_ms = ms;
-  tkc_reserve_slots();
-  tkc_arm_deadline(tkc_published(), bk->max_seen);
-  tkc_unlock();
-}
-
-/* From tickclock_to_ns/tickclock_delta_ns once their tick passed the
- * deadline: one thread does what is due, the others (and a re-entering
- * signal handler) carry on. Nothing here allocates, reads a file or
- * waits. */
-void tkc_revalidate_due(uint64_t ticks) {
-  if (!tkc_trylock()) return;
-#if defined(TKC_ARCH_COUNTER)
-  if (tkc_checks()->chk_on && ticks >= TKC_LOAD_ACQUIRE(&tkc_g_reval_deadline))
-    tkc_due_locked(ticks, 0, 0);
-#else
-  (void)ticks;
-#endif
-  tkc_unlock();
 }

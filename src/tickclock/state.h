@@ -1,5 +1,6 @@
 /* tickclock internals — the published states and their transitions
- * (init.c and its neighbours). */
+ * (publish.c writes them; init.c, refine.c, revalidate.c, duration.c and
+ * due.c above it; the bookkeeping, bookkeeping.c, beneath). */
 #ifndef TICKCLOCK_STATE_H
 #define TICKCLOCK_STATE_H
 
@@ -62,7 +63,7 @@ TKC_INTERNAL void tkc_reset_world(void);
 #define TKC_OLD_FAILED 1     /* it failed a check: read it and extrapolate */
 #define TKC_OLD_UNREADABLE 2 /* RDTSC is disabled: extrapolate only */
 
-/* ---- states and slots (init.c; lock held) ---- */
+/* ---- states and slots (publish.c; lock held) ---- */
 /* A slot for a new state: a ready one, else a static one, else (may_alloc)
  * a new allocation; NULL past TICKCLOCK_MAX_STATES or when none may be
  * had without allocating. */
@@ -79,7 +80,7 @@ TKC_INTERNAL int tkc_trylock(void);
 TKC_INTERNAL void tkc_unlock(void);
 TKC_INTERNAL void tkc_ensure_atfork(void);
 
-/* ---- states and publication (init.c; lock held) ---- */
+/* ---- states and publication (publish.c; lock held) ---- */
 TKC_INTERNAL int tkc_reads_counter(const tickclock_info *s);
 /* (tkc_map, tkc_after, tkc_max_u64: unit.h) */
 TKC_INTERNAL uint64_t tkc_read_counter_ordered(void);
@@ -91,6 +92,15 @@ TKC_INTERNAL const tickclock_info *tkc_published(void);
  * slot: nothing changed. */
 TKC_INTERNAL int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
                              int use_spare, int may_alloc, const tickclock_evidence *ev);
+/* Plans what follows the decision fresh (tkc_refine_plan's arguments),
+ * then publishes it (tkc_publish's arguments); the plan is dropped again
+ * when nothing was published. */
+TKC_INTERNAL int tkc_publish_planned(const tickclock_info *fresh, const tickclock_info *old,
+                                     const tickclock_evidence *ev, int asked_ms, int cross_checked,
+                                     int trust, int use_spare, int may_alloc);
+/* The states taken so far, static and allocated (at most
+ * TICKCLOCK_MAX_STATES). */
+TKC_INTERNAL unsigned tkc_states_count(void);
 #if defined(TKC_ARCH_COUNTER) /* (no counter: nothing is ever published unchecked) */
 /* (refine.c) The cross-check of a published frequency against the calibration c
  * measured since: decides again with c and publishes the result. */
@@ -122,8 +132,6 @@ TKC_INTERNAL void tkc_store_deadline(void);
 /* The next periodic check a period after now_unit (off unless the state
  * reads the counter and a period is set), then the deadline. */
 TKC_INTERNAL void tkc_arm_deadline(const tickclock_info *s, uint64_t now_unit);
-/* The deadline as stored (what the conversions compare a tick with). */
-TKC_INTERNAL uint64_t tkc_deadline(void);
 /* The highest unit tick known handed out. */
 TKC_INTERNAL uint64_t tkc_max_seen(void);
 /* The last conclusive sample of the published counter into *b; 1 when the
@@ -190,13 +198,25 @@ TKC_INTERNAL int tkc_suspends_in(uint64_t lo, uint64_t hi, int read_now, uint64_
 /* Forgets them (tkc_reset_world). */
 TKC_INTERNAL void tkc_suspends_reset(void);
 
+/* ---- re-validation (revalidate.c; lock held) ---- */
+#if defined(TKC_ARCH_COUNTER)
+/* Before any counter read of a check or a refinement: RDTSC disabled for
+ * this thread means switching to the OS clock without reading the
+ * counter. 1 if it switched. */
+TKC_INTERNAL int tkc_rdtsc_disabled_locked(const tickclock_info *s);
+/* The checks of the published counter state (the caller saw RDTSC
+ * enabled for this thread); with_io: also the kernel's clocksource, which
+ * needs a file read. TICKCLOCK_SWITCHED when it switched to the OS clock. */
+TKC_INTERNAL int tkc_revalidate_locked(int with_io);
+/* A counter state published without a sample to check against takes one
+ * now (nothing is checked until one is had). */
+TKC_INTERNAL void tkc_anchor_again(const tickclock_info *s);
+#endif
+/* The OS clock in use and RDTSC disabled for this thread: readings move
+ * to the system call (a new state that says so). */
+TKC_INTERNAL void tkc_os_path_check_locked(const tickclock_info *s);
+
 /* ---- refinement (refine.c; lock held) ---- */
-/* Plans what follows the decision fresh (tkc_refine_plan's arguments),
- * then publishes it (tkc_publish's arguments); the plan is dropped again
- * when nothing was published. */
-TKC_INTERNAL int tkc_publish_planned(const tickclock_info *fresh, const tickclock_info *old,
-                                     const tickclock_evidence *ev, int asked_ms, int cross_checked,
-                                     int trust, int use_spare, int may_alloc);
 #if defined(TKC_ARCH_COUNTER)
 /* One refinement step (may_alloc: 0 inside the conversions). */
 TKC_INTERNAL void tkc_refine_locked(int may_alloc);
