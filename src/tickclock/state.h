@@ -101,12 +101,8 @@ TKC_INTERNAL int tkc_publish_planned(const tickclock_info *fresh, const tickcloc
 /* The states taken so far, static and allocated (at most
  * TICKCLOCK_MAX_STATES). */
 TKC_INTERNAL unsigned tkc_states_count(void);
-#if defined(TKC_ARCH_COUNTER) /* (no counter: nothing is ever published unchecked) */
-/* (refine.c) The cross-check of a published frequency against the calibration c
- * measured since: decides again with c and publishes the result. */
-TKC_INTERNAL void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c,
-                                  int may_alloc);
-#endif
+
+/* ---- initialisation (init.c) ---- */
 /* The first state (initialising once), or NULL when this thread
  * re-entered the lock. */
 TKC_INTERNAL const tickclock_info *tkc_first_state(void);
@@ -217,7 +213,11 @@ TKC_INTERNAL void tkc_anchor_again(const tickclock_info *s);
 TKC_INTERNAL void tkc_os_path_check_locked(const tickclock_info *s);
 
 /* ---- refinement (refine.c; lock held) ---- */
-#if defined(TKC_ARCH_COUNTER)
+#if defined(TKC_ARCH_COUNTER) /* (no counter: nothing is ever published unchecked) */
+/* The cross-check of a published frequency against the calibration c
+ * measured since: decides again with c and publishes the result. */
+TKC_INTERNAL void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c,
+                                  int may_alloc);
 /* One refinement step (may_alloc: 0 inside the conversions). */
 TKC_INTERNAL void tkc_refine_locked(int may_alloc);
 #endif
