@@ -6,10 +6,8 @@
  * converts a tick of the interval), and adds up what each contributes to
  * the error: its rate's stated uncertainty over its part, the step its
  * publication may have made (tkc_cont_bound_ns), the quantum at both
- * ends. Suspends come from the samples of the counter (a publication's
- * anchor, each conclusive rate check): a sample that sees more suspended
- * time than the previous one leaves a window (two unit ticks and the time
- * suspended) in a small ring that the durations read without a lock.
+ * ends. Suspends come from the windows the samples of the counter leave
+ * (bookkeeping.c), read without a lock.
  *
  * The sampler: Bernoulli(p) sampling of executions through geometric
  * gaps (xorshift64*, seeded with splitmix64; the logarithm is the
@@ -17,52 +15,10 @@
  * estimate of the total with its variance.
  */
 #include "state.h"
-#include "platform.h"
 #include "calibrate.h"
 
 #include <math.h> /* HUGE_VAL only: nothing here calls libm */
 #include <string.h>
-
-/* ---- the suspend windows (written with the lock held) ------------------ */
-#define TKC_SUSP_RING 8
-/* A sequence count around every write (odd while one is under way): a
- * reader that sees it change, or odd, reads again (a few times, then
- * takes the windows as unknown). */
-static TKC_SHARED unsigned tkc_susp_seq = 0;
-static TKC_ALIGN8 TKC_SHARED uint64_t tkc_susp_lo[TKC_SUSP_RING];
-static TKC_ALIGN8 TKC_SHARED uint64_t tkc_susp_hi[TKC_SUSP_RING];
-static TKC_ALIGN8 TKC_SHARED uint64_t tkc_susp_len[TKC_SUSP_RING];
-static TKC_SHARED unsigned tkc_susp_n = 0; /* windows ever kept */
-/* the last sample: its lower unit tick and suspended time */
-static TKC_ALIGN8 TKC_SHARED uint64_t tkc_last_lo = 0;
-static TKC_ALIGN8 TKC_SHARED uint64_t tkc_last_susp = UINT64_MAX;
-
-void tkc_note_sample(uint64_t lo, uint64_t hi, uint64_t susp) {
-  uint64_t prev_lo = TKC_LOAD_RELAXED(&tkc_last_lo);
-  uint64_t prev_susp = TKC_LOAD_RELAXED(&tkc_last_susp);
-  unsigned seq = TKC_LOAD_RELAXED(&tkc_susp_seq), n = TKC_LOAD_RELAXED(&tkc_susp_n);
-  if (susp == UINT64_MAX) return; /* unknown: the previous one stays the reference */
-  TKC_STORE_RELEASE(&tkc_susp_seq, seq + 1u);
-  if (tkc_suspend_between(prev_susp, susp) && susp > prev_susp) {
-    unsigned i = n % TKC_SUSP_RING;
-    TKC_STORE_RELEASE(&tkc_susp_lo[i], prev_lo);
-    TKC_STORE_RELEASE(&tkc_susp_hi[i], hi);
-    TKC_STORE_RELEASE(&tkc_susp_len[i], susp - prev_susp);
-    TKC_STORE_RELEASE(&tkc_susp_n, n + 1u);
-  }
-  TKC_STORE_RELEASE(&tkc_last_lo, lo);
-  TKC_STORE_RELEASE(&tkc_last_susp, susp);
-  TKC_STORE_RELEASE(&tkc_susp_seq, seq + 2u);
-}
-
-void tkc_duration_reset(void) {
-  unsigned seq = TKC_LOAD_RELAXED(&tkc_susp_seq);
-  TKC_STORE_RELEASE(&tkc_susp_seq, seq + 1u);
-  TKC_STORE_RELEASE(&tkc_susp_n, 0u);
-  TKC_STORE_RELEASE(&tkc_last_lo, (uint64_t)0);
-  TKC_STORE_RELEASE(&tkc_last_susp, UINT64_MAX);
-  TKC_STORE_RELEASE(&tkc_susp_seq, seq + 2u);
-}
 
 static uint64_t tkc_sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
 
@@ -73,43 +29,6 @@ static uint64_t tkc_ceil_ns(double x) {
   return (uint64_t)x + 1;
 }
 
-/* The suspends that may lie inside [lo, hi]: their total length, and 1
- * when there is one. seen_now: the time suspended now was compared with
- * the last sample's (a suspend since that sample, which no check has seen
- * yet, lies before now). */
-static int tkc_suspends_in(uint64_t lo, uint64_t hi, int read_now, uint64_t *slept) {
-  int tries;
-  for (tries = 0; tries < 4; tries++) {
-    unsigned seq = TKC_LOAD_ACQUIRE(&tkc_susp_seq), n, i, k;
-    uint64_t total = 0, last_lo, last_susp;
-    int found = 0;
-    if (seq & 1u) continue;
-    n = TKC_LOAD_ACQUIRE(&tkc_susp_n);
-    k = n < TKC_SUSP_RING ? n : TKC_SUSP_RING;
-    for (i = 0; i < k; i++) {
-      uint64_t wlo = TKC_LOAD_ACQUIRE(&tkc_susp_lo[i]), whi = TKC_LOAD_ACQUIRE(&tkc_susp_hi[i]);
-      if (lo < whi && hi > wlo) {
-        found = 1;
-        total = tkc_sat_add(total, TKC_LOAD_ACQUIRE(&tkc_susp_len[i]));
-      }
-    }
-    last_lo = TKC_LOAD_ACQUIRE(&tkc_last_lo);
-    last_susp = TKC_LOAD_ACQUIRE(&tkc_last_susp);
-    if (TKC_LOAD_ACQUIRE(&tkc_susp_seq) != seq) continue;
-    if (read_now && last_susp != UINT64_MAX && hi > last_lo) {
-      uint64_t now = tkc_p_suspended_ns();
-      if (tkc_suspend_between(last_susp, now) && now > last_susp) {
-        found = 1;
-        total = tkc_sat_add(total, now - last_susp);
-      }
-    }
-    *slept = total;
-    return found;
-  }
-  *slept = 0;
-  return 1; /* a writer kept interrupting: a suspend cannot be ruled out */
-}
-
 int tickclock_duration_get(uint64_t start, uint64_t end, tickclock_duration *out) {
   const tickclock_info *s, *x, *first = NULL, *last = NULL;
   uint64_t lo = start < end ? start : end, hi = start < end ? end : start;
@@ -117,7 +36,7 @@ int tickclock_duration_get(uint64_t start, uint64_t end, tickclock_duration *out
   unsigned flags = 0, spanned = 0;
   if (out == NULL) return TICKCLOCK_EINVAL;
   /* what is due for the later tick first, as tickclock_delta_ns does */
-  if (TKC_UNLIKELY(hi >= tkc_deadline())) tkc_revalidate_due(hi);
+  tkc_due_first(hi);
   s = tkc_state();
   ns_lo = tkc_ns_in(s, lo);
   ns_hi = tkc_ns_in(s, hi);

@@ -1,7 +1,7 @@
 /* tickclock — refinement: a calibrated frequency measured again on
  * baselines four times longer up to 1 s, and a published frequency's
- * cross-check (lock held throughout). This file owns the refinement's
- * bookkeeping; the others ask through the functions in state.h.
+ * cross-check (lock held throughout). The refinement's schedule is
+ * bookkeeping.c's.
  *
  * A calibrated frequency is measured again from the same start bracket on
  * a baseline four times longer each time, until it spans 1 s; each better
@@ -16,20 +16,6 @@
 
 #include <string.h>
 
-/* The refinement's bookkeeping (lock held for every access). */
-typedef struct tkc_refine_book {
-  int on;                          /* a refinement is pending */
-  int deferred;                    /* it fell due where no slot was ready: the
-                                      next call that may allocate re-arms it */
-  tickclock_calibration cal_first; /* the calibration refinements start from */
-  uint64_t at_ns;                  /* raw clock of the next refinement */
-  uint64_t at;                     /* ... in unit ticks */
-} tkc_refine_book;
-static tkc_refine_book tkc_rf = {
-    0, 0, {0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0, 0, 0, 0}, 0, UINT64_MAX};
-/* The evidence behind a state whose published frequency awaits its
- * cross-check: the first refinement decides again from it. */
-static tickclock_evidence tkc_pending_ev;
 #if defined(TKC_ARCH_COUNTER)
 /* The states a refinement and a cross-check build (too big for small
  * stacks). */
@@ -37,89 +23,7 @@ static tickclock_info tkc_refined;
 static tickclock_info tkc_crossed;
 #endif
 
-uint64_t tkc_refine_at(void) { return tkc_rf.on ? tkc_rf.at : UINT64_MAX; }
-
-int tkc_refine_pending(void) { return tkc_rf.on; }
-
-void tkc_refine_reset(void) {
-  tkc_rf.on = 0;
-  tkc_rf.deferred = 0;
-  tkc_rf.at = UINT64_MAX;
-}
-
-void tkc_refine_defer(void) {
-  tkc_rf.deferred = 1;
-  tkc_rf.at = UINT64_MAX;
-  tkc_store_deadline();
-}
-
-void tkc_refine_rearm(int published, uint64_t max_seen) {
-  if (!tkc_rf.deferred) return;
-  tkc_rf.deferred = 0;
-  if (published && tkc_rf.on) {
-    tkc_rf.at = max_seen; /* due at once */
-    tkc_store_deadline();
-  }
-}
-
-int tkc_refine_deferred(void) { return tkc_rf.deferred; }
-
-/* What follows a decision made with the calibration ev->cal (ok == 0:
- * none): a quick calibration that was chosen is refined from its start
- * bracket; a published frequency used before calibration is cross-checked
- * from the publication's own bracket (tkc_publish fills cal_first then),
- * and once it passed (cross_checked) checked again on the same growing
- * baselines up to 1 s; one of a length the caller asked for
- * (calibration_ms) stays as it is. */
-static void tkc_refine_plan(const tickclock_info *fresh, const tickclock_evidence *ev, int asked_ms,
-                            int cross_checked) {
-  tkc_rf.on = 0;
-  tkc_rf.deferred = 0;
-  if (fresh->freq_pending_check) {
-    tkc_pending_ev = *ev;
-    memset(&tkc_rf.cal_first, 0, sizeof tkc_rf.cal_first);
-    tkc_rf.on = 1;
-  } else if ((fresh->freq_method == TICKCLOCK_FREQ_CALIBRATED || cross_checked) && ev->cal.ok &&
-             !asked_ms && ev->cal.ns < TKC_REFINE_UNTIL_NS) {
-    tkc_rf.cal_first = ev->cal;
-    tkc_rf.at_ns = ev->cal.start_ns + 4 * ev->cal.ns;
-    tkc_rf.on = 1;
-  }
-}
-
-int tkc_publish_planned(const tickclock_info *fresh, const tickclock_info *old,
-                        const tickclock_evidence *ev, int asked_ms, int cross_checked, int trust,
-                        int use_spare, int may_alloc) {
-  /* the plan is the new state's: the old one is kept aside until it is out */
-  tkc_refine_book keep = tkc_rf;
-  int rc;
-  tkc_refine_plan(fresh, ev, asked_ms, cross_checked);
-  rc = tkc_publish(fresh, old, trust, use_spare, may_alloc, ev);
-  if (rc != TICKCLOCK_OK) tkc_rf = keep; /* nothing changed */
-  return rc;
-}
-
-void tkc_refine_published(const tickclock_info *slot, tkc_bracket anchor, int checked) {
-  if (!checked) tkc_rf.on = 0;
-  if (tkc_rf.on && tkc_rf.cal_first.ns == 0) {
-    /* a published frequency, not calibrated yet: the cross-check measures
-     * from this publication's bracket, first after the quick baseline */
-    tkc_cal_start(&tkc_rf.cal_first, anchor);
-    tkc_rf.at_ns = anchor.ns + (uint64_t)TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000);
-  }
-  if (tkc_rf.on)
-    tkc_rf.at = tkc_after(slot, tkc_map(slot, anchor.mid),
-                          tkc_rf.at_ns > anchor.ns ? tkc_rf.at_ns - anchor.ns : 0);
-}
-
 #if defined(TKC_ARCH_COUNTER)
-void tkc_refine_from_anchor(const tickclock_info *s, tkc_bracket b) {
-  tkc_rf.on = 1;
-  tkc_cal_start(&tkc_rf.cal_first, b);
-  tkc_rf.at_ns = b.ns + (uint64_t)TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000);
-  tkc_rf.at = tkc_after(s, tkc_map(s, b.mid), (uint64_t)TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000));
-}
-
 /* The cross-check of a published frequency (s->freq_pending_check, or a
  * published source that passed it and disagrees with a later, longer
  * calibration), with the calibration c measured since s's first state
@@ -131,7 +35,7 @@ void tkc_refine_from_anchor(const tickclock_info *s, tkc_bracket b) {
  * Lock held. */
 void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c, int may_alloc) {
   tickclock_info *fresh = &tkc_crossed;
-  tickclock_evidence *ev = &tkc_pending_ev;
+  tickclock_evidence *ev = tkc_refine_evidence();
   ev->cal = *c;
   tkc_list_claims(ev);
   (void)tickclock_decide(ev, fresh); /* calibrated: decides at once */
@@ -146,16 +50,17 @@ void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c, in
 /* The refinement (or cross-check) starts again from a fresh bracket: the
  * one it measured from lies before a suspend. */
 static void tkc_refine_restart(const tickclock_info *s) {
+  tkc_refine_book *rf = tkc_refine_schedule();
   tkc_bracket nb = tkc_tightest_bracket(tkc_read_counter_ordered);
   uint64_t wait_ns =
       (uint64_t)(s->freq_pending_check ? 1 : 4) * TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000);
   if (nb.width == UINT64_MAX) { /* no bracket now: a millisecond later */
-    tkc_rf.at = tkc_after(s, tkc_max_seen(), UINT64_C(1000000));
+    rf->at = tkc_after(s, tkc_max_seen(), UINT64_C(1000000));
     return;
   }
-  tkc_cal_start(&tkc_rf.cal_first, nb);
-  tkc_rf.at_ns = nb.ns + wait_ns;
-  tkc_rf.at = tkc_after(s, tkc_map(s, nb.mid), wait_ns);
+  tkc_cal_start(&rf->cal_first, nb);
+  rf->at_ns = nb.ns + wait_ns;
+  rf->at = tkc_after(s, tkc_map(s, nb.mid), wait_ns);
 }
 
 /* The state's reason says how far its frequency was refined (the reason
@@ -177,28 +82,29 @@ static void tkc_note_refined(tickclock_info *st, const tickclock_calibration *c)
  * refinement (re-validation judges the counter). may_alloc: 0 inside the
  * conversions, where no slot left means waiting for one. */
 void tkc_refine_locked(int may_alloc) {
+  tkc_refine_book *rf = tkc_refine_schedule();
   const tickclock_info *s = tkc_published();
   tickclock_info *fresh = &tkc_refined;
   tickclock_calibration c;
   double off;
   unsigned i;
-  if (!tkc_calibrate_from(tkc_read_counter_ordered, &tkc_rf.cal_first, &c)) {
+  if (!tkc_calibrate_from(tkc_read_counter_ordered, &rf->cal_first, &c)) {
     if (c.suspended) {
       tkc_refine_restart(s);
       return;
     }
-    tkc_rf.at = tkc_after(s, tkc_rf.at, UINT64_C(1000000));
+    rf->at = tkc_after(s, rf->at, UINT64_C(1000000));
     return;
   }
   if ((double)tickclock_conv_ticks_to_ns(&s->src_conv, c.bracket_end) >
       TICKCLOCK_REVALIDATE_MAX_BRACKET_NS) {
-    tkc_rf.at = tkc_after(s, tkc_rf.at, UINT64_C(1000000));
+    rf->at = tkc_after(s, rf->at, UINT64_C(1000000));
     return;
   }
   /* due by a tick from the future (a caller converting an arbitrary value):
    * the clock has not got there yet; due again when it has */
-  if (c.start_ns + c.ns < tkc_rf.at_ns) {
-    tkc_rf.at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks), tkc_rf.at_ns - (c.start_ns + c.ns));
+  if (c.start_ns + c.ns < rf->at_ns) {
+    rf->at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks), rf->at_ns - (c.start_ns + c.ns));
     return;
   }
   if (s->freq_pending_check) {
@@ -207,8 +113,8 @@ void tkc_refine_locked(int may_alloc) {
      * quick calibration's longest); then the decider judges */
     if (c.uncertainty_ppm > TICKCLOCK_CAL_TARGET_PPM &&
         4 * c.ns <= (uint64_t)TICKCLOCK_CAL_QUICK_MAX_MS * UINT64_C(1000000)) {
-      tkc_rf.at_ns = tkc_rf.cal_first.start_ns + 4 * c.ns;
-      tkc_rf.at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks), 3 * c.ns);
+      rf->at_ns = rf->cal_first.start_ns + 4 * c.ns;
+      rf->at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks), 3 * c.ns);
       return;
     }
     tkc_cross_check(s, &c, may_alloc);
@@ -223,20 +129,20 @@ void tkc_refine_locked(int may_alloc) {
       tkc_cross_check(s, &c, may_alloc);
       return;
     }
-    tkc_rf.on = 0;
+    rf->on = 0;
     return;
   }
   /* no better, or a published source the rank prefers while it agrees:
    * measure further on */
   if (c.uncertainty_ppm >= s->uncertainty_ppm || s->freq_method != TICKCLOCK_FREQ_CALIBRATED) {
-    tkc_rf.at_ns = tkc_rf.cal_first.start_ns + 4 * c.ns;
-    if (c.ns >= TKC_REFINE_UNTIL_NS) tkc_rf.on = 0;
-    tkc_rf.at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks), tkc_rf.at_ns - (c.start_ns + c.ns));
+    rf->at_ns = rf->cal_first.start_ns + 4 * c.ns;
+    if (c.ns >= TKC_REFINE_UNTIL_NS) rf->on = 0;
+    rf->at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks), rf->at_ns - (c.start_ns + c.ns));
     return;
   }
   memcpy(fresh, s, sizeof *fresh);
   if (tickclock_conv_init(&fresh->conv, c.hz_num, c.hz_den) != TICKCLOCK_OK) {
-    tkc_rf.on = 0;
+    rf->on = 0;
     return;
   }
   fresh->hz_num = c.hz_num;
@@ -258,14 +164,14 @@ void tkc_refine_locked(int may_alloc) {
   {
     /* the schedule after this one (tkc_publish arms it from the new
      * state's anchor), restored when there is no slot */
-    uint64_t at_ns = tkc_rf.at_ns;
-    tkc_rf.at_ns = tkc_rf.cal_first.start_ns + 4 * c.ns;
-    tkc_rf.on = c.ns < TKC_REFINE_UNTIL_NS;
+    uint64_t at_ns = rf->at_ns;
+    rf->at_ns = rf->cal_first.start_ns + 4 * c.ns;
+    rf->on = c.ns < TKC_REFINE_UNTIL_NS;
     if (tkc_publish(fresh, s, TKC_OLD_HEALTHY, 0, may_alloc, NULL) != TICKCLOCK_OK) {
       /* none here: the same step again once a call that may allocate
        * has reserved one */
-      tkc_rf.at_ns = at_ns;
-      tkc_rf.on = 1;
+      rf->at_ns = at_ns;
+      rf->on = 1;
       tkc_refine_defer();
     }
   }

@@ -1,17 +1,7 @@
-/* tickclock — re-validation and refinement of the published counter
- * state (lock held throughout).
- *
- * Two ways in:
- *  - tickclock_revalidate() (and tickclock_revalidate_every()): a call the
- *    program makes on purpose, outside any signal handler. It may
- *    allocate (it tops up the slots the conversions publish into) and read
- *    files (the kernel's clocksource).
- *  - tkc_revalidate_due(), from tickclock_to_ns/tickclock_delta_ns once a
- *    tick passed the deadline: possibly inside a signal handler that
- *    interrupted anything, malloc included. It takes the lock only if it
- *    is free (never waits), allocates nothing (a publication takes a
- *    ready slot, or waits for a call that may allocate), reads no file,
- *    and formats with the library's own formatter.
+/* tickclock — re-validation of the published counter state (lock held
+ * throughout): the checks, and the switch away from a counter that fails
+ * them. What falls due, and when, is due.c's; the checks' records and the
+ * deadline are bookkeeping.c's.
  *
  * Faults after initialisation:
  *  - prctl(PR_SET_TSC, PR_TSC_SIGSEGV) after first use: the next
@@ -33,87 +23,12 @@
  *    CLOCK_MONOTONIC) is judged against both the awake and the total
  *    time; a refinement sample across one is discarded and the refinement
  *    starts again from a fresh bracket.
- *
- * Refinement (refine.c) is due on the same deadline; this file owns the
- * checks' bookkeeping and the deadline, refine.c the refinement's.
  */
 #include "state.h"
 #include "decide.h"
 #include "text.h"
 
 #include <string.h>
-
-/* Re-validation's bookkeeping (lock held for every access): samples in
- * the source's ticks and CLOCK_MONOTONIC_RAW ns. */
-static struct {
-  uint32_t reval_ms;      /* period of the rate check, 0 off */
-  uint64_t reval_at;      /* unit tick of the next periodic check */
-  int chk_on;             /* the published state reads the counter */
-  tkc_bracket chk_anchor; /* at publication */
-  tkc_bracket chk_prev;   /* the last conclusive sample */
-  uint64_t max_seen;      /* highest unit tick known handed out */
-  int cs_known;           /* clocksource at publication */
-  char cs[32];
-} tkc_bk = {TICKCLOCK_CHECK_DEFAULT_MS, UINT64_MAX, 0, {0, 0, 0, 0}, {0, 0, 0, 0}, 0, 0, {0}};
-
-#if !defined(TICKCLOCK_STATIC) /* TICKCLOCK_STATIC: tickclock.h defines it */
-/* Unit tick at which tickclock_to_ns runs the periodic re-validation. */
-TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_reval_deadline = UINT64_MAX;
-#endif
-
-uint64_t tkc_deadline(void) { return TKC_LOAD_RELAXED(&tkc_g_reval_deadline); }
-
-uint64_t tkc_max_seen(void) { return tkc_bk.max_seen; }
-
-int tkc_last_sample(tkc_bracket *b) {
-  *b = tkc_bk.chk_prev;
-  return tkc_bk.chk_on;
-}
-
-int tkc_checks_published(const tickclock_info *old, const tickclock_info *slot, tkc_bracket anchor,
-                         int counter, const tickclock_evidence *ev) {
-  tkc_bk.chk_anchor = tkc_bk.chk_prev = anchor;
-  tkc_bk.chk_on = anchor.width != UINT64_MAX;
-  if (tkc_bk.chk_on)
-    tkc_note_sample(tkc_map(slot, anchor.mid - anchor.width / 2),
-                    tkc_map(slot, anchor.mid + anchor.width / 2), anchor.susp);
-  if (counter && ev != NULL) {
-    tkc_bk.cs_known = ev->clocksource_known;
-    tkc_strlcpy(tkc_bk.cs, ev->clocksource, sizeof tkc_bk.cs);
-  }
-  /* (a raw counter's base lies a guard ahead: not a reading) */
-  if (old != NULL && slot->read_path != TICKCLOCK_READ_COUNTER)
-    tkc_bk.max_seen = tkc_max_u64(tkc_bk.max_seen, slot->base_ticks);
-  if (tkc_bk.chk_on)
-    tkc_bk.max_seen = tkc_max_u64(
-        tkc_bk.max_seen, tkc_map(slot, tkc_bk.chk_anchor.mid + tkc_bk.chk_anchor.width / 2));
-  return tkc_bk.chk_on;
-}
-
-void tkc_checks_reset(void) {
-  TKC_STORE_RELEASE(&tkc_g_reval_deadline, UINT64_MAX);
-  tkc_bk.chk_on = 0;
-  tkc_bk.max_seen = 0;
-  tkc_bk.reval_ms = TICKCLOCK_CHECK_DEFAULT_MS;
-  tkc_bk.reval_at = UINT64_MAX;
-}
-
-/* The deadline the inline conversions compare with: the earlier of the
- * next periodic check and the next refinement. */
-void tkc_store_deadline(void) {
-  uint64_t d = tkc_bk.chk_on ? tkc_bk.reval_at : UINT64_MAX;
-  if (tkc_bk.chk_on && tkc_refine_at() < d) d = tkc_refine_at();
-  TKC_STORE_RELEASE(&tkc_g_reval_deadline, d);
-}
-
-/* The next periodic check a period after now_unit (off unless the state
- * reads the counter and a period is set), then the deadline. */
-void tkc_arm_deadline(const tickclock_info *s, uint64_t now_unit) {
-  tkc_bk.reval_at = UINT64_MAX;
-  if (tkc_bk.chk_on && tkc_bk.reval_ms != 0)
-    tkc_bk.reval_at = tkc_after(s, now_unit, (uint64_t)tkc_bk.reval_ms * UINT64_C(1000000));
-  tkc_store_deadline();
-}
 
 #if defined(TKC_ARCH_COUNTER) || (defined(TKC_X86) && defined(__linux__))
 /* The state being built by a switch, a refinement or a move to the system
@@ -177,7 +92,7 @@ static int tkc_drifted(const tickclock_info *s, tkc_bracket b, double w, tkc_bra
 
 /* Before any counter read of a check or a refinement: RDTSC disabled for
  * this thread means switching without reading it. 1 if it switched. */
-static int tkc_rdtsc_disabled_locked(const tickclock_info *s) {
+int tkc_rdtsc_disabled_locked(const tickclock_info *s) {
 #if defined(TKC_X86)
   if (tkc_p_prctl_get_tsc() == TICKCLOCK_PRCTL_SIGSEGV) {
     tkc_os_use_syscall(1);
@@ -205,18 +120,19 @@ static int tkc_same_clocksource(const char *now, const char *then) {
  * tkc_rdtsc_disabled_locked); with_io: also the kernel's clocksource,
  * which needs a file read (tickclock_revalidate() only). Formats only when
  * switching. */
-static int tkc_revalidate_locked(int with_io) {
+int tkc_revalidate_locked(int with_io) {
+  tkc_check_book *bk = tkc_checks();
   const tickclock_info *s = tkc_published();
   char why[TICKCLOCK_REASON_LEN];
   char cs[32];
   tkc_bracket b;
   double w, dc, dr, bound;
   int step;
-  if (s == NULL || !tkc_reads_counter(s) || !tkc_bk.chk_on) return 0;
-  if (with_io && tkc_bk.cs_known) {
+  if (s == NULL || !tkc_reads_counter(s) || !bk->chk_on) return 0;
+  if (with_io && bk->cs_known) {
     int known = tkc_p_clocksource(cs, sizeof cs);
-    if (known && !tkc_same_clocksource(cs, tkc_bk.cs)) {
-      tkc_fmt(why, sizeof why, "the kernel's clocksource changed from '%s' to '%s'", tkc_bk.cs, cs);
+    if (known && !tkc_same_clocksource(cs, bk->cs)) {
+      tkc_fmt(why, sizeof why, "the kernel's clocksource changed from '%s' to '%s'", bk->cs, cs);
       tkc_switch_to_os(s, why, TKC_OLD_FAILED);
       return TICKCLOCK_SWITCHED;
     }
@@ -225,14 +141,14 @@ static int tkc_revalidate_locked(int with_io) {
   w = b.width == UINT64_MAX ? 1e300 : (double)tickclock_conv_ticks_to_ns(&s->src_conv, b.width);
   if (w > TICKCLOCK_REVALIDATE_MAX_BRACKET_NS) { /* inconclusive: the next period */
     if (b.width != UINT64_MAX)
-      tkc_bk.max_seen = tkc_max_u64(tkc_bk.max_seen, tkc_map(s, b.mid + b.width / 2));
-    tkc_arm_deadline(s, tkc_bk.max_seen);
+      bk->max_seen = tkc_max_u64(bk->max_seen, tkc_map(s, b.mid + b.width / 2));
+    tkc_arm_deadline(s, bk->max_seen);
     return 0;
   }
   /* the step since the previous conclusive sample, then the total since
    * publication (a slow drift passes every step) */
   for (step = 1; step >= 0; step--) {
-    if (!tkc_drifted(s, b, w, step ? tkc_bk.chk_prev : tkc_bk.chk_anchor, &dc, &dr, &bound))
+    if (!tkc_drifted(s, b, w, step ? bk->chk_prev : bk->chk_anchor, &dc, &dr, &bound))
       continue;
     tkc_fmt(why, sizeof why,
             step ? "counter stepped %.0f ns against CLOCK_MONOTONIC_RAW's %.0f ns since "
@@ -245,11 +161,11 @@ static int tkc_revalidate_locked(int with_io) {
   }
   /* across a suspend the counter's advance is known only to the kernel's
    * account of it: the total since publication starts again here */
-  if (tkc_suspend_between(tkc_bk.chk_prev.susp, b.susp)) tkc_bk.chk_anchor = b;
-  tkc_bk.chk_prev = b;
+  if (tkc_suspend_between(bk->chk_prev.susp, b.susp)) bk->chk_anchor = b;
+  bk->chk_prev = b;
   tkc_note_sample(tkc_map(s, b.mid - b.width / 2), tkc_map(s, b.mid + b.width / 2), b.susp);
-  tkc_bk.max_seen = tkc_max_u64(tkc_bk.max_seen, tkc_map(s, b.mid + b.width / 2));
-  tkc_arm_deadline(s, tkc_bk.max_seen);
+  bk->max_seen = tkc_max_u64(bk->max_seen, tkc_map(s, b.mid + b.width / 2));
+  tkc_arm_deadline(s, bk->max_seen);
   return 0;
 }
 
@@ -257,52 +173,23 @@ static int tkc_revalidate_locked(int with_io) {
  * bracket could be taken then: the raw clock unreadable, a suspend in
  * each try) takes one now; a published frequency's cross-check measures
  * from it. Nothing is checked until one is had. */
-static void tkc_anchor_again(const tickclock_info *s) {
+void tkc_anchor_again(const tickclock_info *s) {
+  tkc_check_book *bk = tkc_checks();
   tkc_bracket b = tkc_tightest_bracket(tkc_read_counter_ordered);
   if (b.width == UINT64_MAX) return;
-  tkc_bk.chk_anchor = tkc_bk.chk_prev = b;
-  tkc_bk.chk_on = 1;
+  bk->chk_anchor = bk->chk_prev = b;
+  bk->chk_on = 1;
   tkc_note_sample(tkc_map(s, b.mid - b.width / 2), tkc_map(s, b.mid + b.width / 2), b.susp);
-  tkc_bk.max_seen = tkc_max_u64(tkc_bk.max_seen, tkc_map(s, b.mid + b.width / 2));
+  bk->max_seen = tkc_max_u64(bk->max_seen, tkc_map(s, b.mid + b.width / 2));
   if (s->freq_pending_check) tkc_refine_from_anchor(s, b);
-  tkc_arm_deadline(s, tkc_bk.max_seen);
-}
-
-/* What is due at unit tick ticks: the RDTSC check before any counter
- * read (check_now: an explicit tickclock_revalidate(), which made it
- * before reading the tick, and wants the checks in any case); a published
- * frequency's cross-check before the checks (a wrong stated rate is
- * replaced, not mistaken for the counter drifting); the rate check; a
- * refinement. may_alloc (and the file reads): tickclock_revalidate() only. */
-static void tkc_due_locked(uint64_t ticks, int check_now, int may_alloc) {
-  const tickclock_info *s = tkc_published();
-  if (s == NULL || !tkc_reads_counter(s) || !tkc_bk.chk_on) return;
-  if (!check_now) {
-    uint64_t now;
-    if (tkc_rdtsc_disabled_locked(s)) return;
-    /* a tick from the future (an interval converted as a tick, a caller's
-     * arbitrary value) makes nothing due before its time */
-    now = tkc_map(s, tkc_read_counter_ordered());
-    if (ticks > now) ticks = now;
-  }
-  if (tkc_refine_pending() && s->freq_pending_check && ticks >= tkc_refine_at()) {
-    tkc_refine_locked(may_alloc);
-    s = tkc_published();
-    if (!tkc_reads_counter(s)) return;     /* it disagreed: the OS clock now */
-    if (!s->freq_pending_check) ticks = 0; /* a new state: its own schedule */
-  }
-  if (check_now || ticks >= tkc_bk.reval_at) {
-    if (tkc_revalidate_locked(check_now) == TICKCLOCK_SWITCHED) return;
-  }
-  if (tkc_refine_pending() && ticks >= tkc_refine_at()) tkc_refine_locked(may_alloc);
-  tkc_store_deadline();
+  tkc_arm_deadline(s, bk->max_seen);
 }
 #endif
 
 /* The OS clock in use and RDTSC disabled for this thread: its vDSO may
  * execute RDTSC too, so readings move to the system call (a new state
  * that says so). */
-static void tkc_os_path_check_locked(const tickclock_info *s) {
+void tkc_os_path_check_locked(const tickclock_info *s) {
 #if defined(TKC_X86) && defined(__linux__)
   if (s == NULL || tkc_reads_counter(s) || tkc_os_syscall_on()) return;
   if (tkc_p_prctl_get_tsc() != TICKCLOCK_PRCTL_SIGSEGV) return;
@@ -312,51 +199,4 @@ static void tkc_os_path_check_locked(const tickclock_info *s) {
 #else
   (void)s;
 #endif
-}
-
-int tickclock_revalidate(void) {
-  int r = 0;
-  const tickclock_info *s;
-  if (tkc_first_state() == NULL) return TICKCLOCK_EBUSY;
-  if (!tkc_lock()) return TICKCLOCK_EBUSY;
-  s = tkc_published();
-  tkc_reserve_slots();
-  tkc_os_path_check_locked(s);
-#if defined(TKC_ARCH_COUNTER)
-  /* the checks now, and whatever refinement is due (the RDTSC check
-   * first: the current tick is read only once it passed) */
-  if (tkc_reads_counter(s)) {
-    if (!tkc_rdtsc_disabled_locked(s)) {
-      if (!tkc_bk.chk_on) tkc_anchor_again(s);
-      tkc_due_locked(tkc_map(s, tkc_read_counter_ordered()), 1, 1);
-    }
-    if (!tkc_reads_counter(tkc_published())) r = TICKCLOCK_SWITCHED;
-  }
-  tkc_reserve_slots();
-#endif
-  tkc_unlock();
-  return r;
-}
-
-void tickclock_revalidate_every(uint32_t ms) {
-  if (tkc_first_state() == NULL || !tkc_lock()) return;
-  tkc_bk.reval_ms = ms;
-  tkc_reserve_slots();
-  tkc_arm_deadline(tkc_published(), tkc_bk.max_seen);
-  tkc_unlock();
-}
-
-/* From tickclock_to_ns/tickclock_delta_ns once their tick passed the
- * deadline: one thread does what is due, the others (and a re-entering
- * signal handler) carry on. Nothing here allocates, reads a file or
- * waits. */
-void tkc_revalidate_due(uint64_t ticks) {
-  if (!tkc_trylock()) return;
-#if defined(TKC_ARCH_COUNTER)
-  if (tkc_bk.chk_on && ticks >= TKC_LOAD_ACQUIRE(&tkc_g_reval_deadline))
-    tkc_due_locked(ticks, 0, 0);
-#else
-  (void)ticks;
-#endif
-  tkc_unlock();
 }

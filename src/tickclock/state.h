@@ -1,5 +1,6 @@
 /* tickclock internals — the published states and their transitions
- * (init.c and its neighbours). */
+ * (publish.c writes them; init.c, refine.c, revalidate.c, duration.c and
+ * due.c above it; the bookkeeping, bookkeeping.c, beneath). */
 #ifndef TICKCLOCK_STATE_H
 #define TICKCLOCK_STATE_H
 
@@ -62,7 +63,7 @@ TKC_INTERNAL void tkc_reset_world(void);
 #define TKC_OLD_FAILED 1     /* it failed a check: read it and extrapolate */
 #define TKC_OLD_UNREADABLE 2 /* RDTSC is disabled: extrapolate only */
 
-/* ---- states and slots (init.c; lock held) ---- */
+/* ---- states and slots (publish.c; lock held) ---- */
 /* A slot for a new state: a ready one, else a static one, else (may_alloc)
  * a new allocation; NULL past TICKCLOCK_MAX_STATES or when none may be
  * had without allocating. */
@@ -79,7 +80,7 @@ TKC_INTERNAL int tkc_trylock(void);
 TKC_INTERNAL void tkc_unlock(void);
 TKC_INTERNAL void tkc_ensure_atfork(void);
 
-/* ---- states and publication (init.c; lock held) ---- */
+/* ---- states and publication (publish.c; lock held) ---- */
 TKC_INTERNAL int tkc_reads_counter(const tickclock_info *s);
 /* (tkc_map, tkc_after, tkc_max_u64: unit.h) */
 TKC_INTERNAL uint64_t tkc_read_counter_ordered(void);
@@ -91,24 +92,42 @@ TKC_INTERNAL const tickclock_info *tkc_published(void);
  * slot: nothing changed. */
 TKC_INTERNAL int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust,
                              int use_spare, int may_alloc, const tickclock_evidence *ev);
-#if defined(TKC_ARCH_COUNTER) /* (no counter: nothing is ever published unchecked) */
-/* (refine.c) The cross-check of a published frequency against the calibration c
- * measured since: decides again with c and publishes the result. */
-TKC_INTERNAL void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c,
-                                  int may_alloc);
-#endif
+/* Plans what follows the decision fresh (tkc_refine_plan's arguments),
+ * then publishes it (tkc_publish's arguments); the plan is dropped again
+ * when nothing was published. */
+TKC_INTERNAL int tkc_publish_planned(const tickclock_info *fresh, const tickclock_info *old,
+                                     const tickclock_evidence *ev, int asked_ms, int cross_checked,
+                                     int trust, int use_spare, int may_alloc);
+/* The states taken so far, static and allocated (at most
+ * TICKCLOCK_MAX_STATES). */
+TKC_INTERNAL unsigned tkc_states_count(void);
+
+/* ---- initialisation (init.c) ---- */
 /* The first state (initialising once), or NULL when this thread
  * re-entered the lock. */
 TKC_INTERNAL const tickclock_info *tkc_first_state(void);
 
-/* ---- re-validation's bookkeeping (revalidate.c owns it; lock held) ---- */
+/* ---- the bookkeeping (bookkeeping.c owns it; lock held) ----------------
+ * Beneath publication: it publishes nothing and decides nothing. */
+/* The checks' records: samples in the source's ticks and
+ * CLOCK_MONOTONIC_RAW ns. */
+typedef struct tkc_check_book {
+  uint32_t reval_ms;      /* period of the rate check, 0 off */
+  uint64_t reval_at;      /* unit tick of the next periodic check */
+  int chk_on;             /* the published state reads the counter */
+  tkc_bracket chk_anchor; /* at publication */
+  tkc_bracket chk_prev;   /* the last conclusive sample */
+  uint64_t max_seen;      /* highest unit tick known handed out */
+  int cs_known;           /* clocksource at publication */
+  char cs[32];
+} tkc_check_book;
+TKC_INTERNAL tkc_check_book *tkc_checks(void);
 /* The deadline the inline conversions compare with: the earlier of the
  * next periodic check and the next refinement. */
 TKC_INTERNAL void tkc_store_deadline(void);
-/* The next periodic check a period after now_unit, then the deadline. */
+/* The next periodic check a period after now_unit (off unless the state
+ * reads the counter and a period is set), then the deadline. */
 TKC_INTERNAL void tkc_arm_deadline(const tickclock_info *s, uint64_t now_unit);
-/* The deadline as stored (what the conversions compare a tick with). */
-TKC_INTERNAL uint64_t tkc_deadline(void);
 /* The highest unit tick known handed out. */
 TKC_INTERNAL uint64_t tkc_max_seen(void);
 /* The last conclusive sample of the published counter into *b; 1 when the
@@ -125,14 +144,24 @@ TKC_INTERNAL int tkc_checks_published(const tickclock_info *old, const tickclock
 /* Forgets them (tkc_reset_world). */
 TKC_INTERNAL void tkc_checks_reset(void);
 
-/* ---- refinement (refine.c owns its bookkeeping; lock held) ---- */
+/* The refinement's schedule. */
+typedef struct tkc_refine_book {
+  int on;                          /* a refinement is pending */
+  int deferred;                    /* it fell due where no slot was ready: the
+                                      next call that may allocate re-arms it */
+  tickclock_calibration cal_first; /* the calibration refinements start from */
+  uint64_t at_ns;                  /* raw clock of the next refinement */
+  uint64_t at;                     /* ... in unit ticks */
+} tkc_refine_book;
+TKC_INTERNAL tkc_refine_book *tkc_refine_schedule(void);
+/* The evidence a published frequency's cross-check decides again from. */
+TKC_INTERNAL tickclock_evidence *tkc_refine_evidence(void);
 /* Plans what follows the decision fresh (made with ev's calibration,
  * asked_ms: the caller asked for one of its own length; cross_checked: a
- * published source that passed), then publishes it (tkc_publish's
- * arguments); the plan is dropped again when nothing was published. */
-TKC_INTERNAL int tkc_publish_planned(const tickclock_info *fresh, const tickclock_info *old,
-                                     const tickclock_evidence *ev, int asked_ms, int cross_checked,
-                                     int trust, int use_spare, int may_alloc);
+ * published source that passed); the publication then starts it
+ * (tkc_refine_published). */
+TKC_INTERNAL void tkc_refine_plan(const tickclock_info *fresh, const tickclock_evidence *ev,
+                                  int asked_ms, int cross_checked);
 /* The refinement's schedule from slot's anchor (checked: the state reads
  * the counter and the anchor is a sample; else no refinement). */
 TKC_INTERNAL void tkc_refine_published(const tickclock_info *slot, tkc_bracket anchor, int checked);
@@ -149,18 +178,49 @@ TKC_INTERNAL void tkc_refine_reset(void);
 /* A published frequency's cross-check from a late anchor b (the state
  * had none at publication). */
 TKC_INTERNAL void tkc_refine_from_anchor(const tickclock_info *s, tkc_bracket b);
-/* One refinement step (may_alloc: 0 inside the conversions). */
-TKC_INTERNAL void tkc_refine_locked(int may_alloc);
 #endif
 
-/* ---- what durations read (duration.c; writers hold the lock) ---- */
-/* A sample of the counter (a publication's anchor, a conclusive rate
+/* The suspend windows (written with the lock held, read without it): a
+ * sample of the counter (a publication's anchor, a conclusive rate
  * check) taken between unit ticks lo and hi, with susp suspended since
  * boot (UINT64_MAX unknown). A suspend since the previous sample is kept
  * (its window and length) for the durations that span it. */
 TKC_INTERNAL void tkc_note_sample(uint64_t lo, uint64_t hi, uint64_t susp);
+/* The suspends that may lie inside [lo, hi]: their total length in
+ * *slept, and 1 when there is one. read_now: the time suspended now is
+ * compared with the last sample's (a suspend since that sample, which no
+ * check has seen yet, lies before now). */
+TKC_INTERNAL int tkc_suspends_in(uint64_t lo, uint64_t hi, int read_now, uint64_t *slept);
 /* Forgets them (tkc_reset_world). */
-TKC_INTERNAL void tkc_duration_reset(void);
+TKC_INTERNAL void tkc_suspends_reset(void);
+
+/* ---- re-validation (revalidate.c; lock held) ---- */
+#if defined(TKC_ARCH_COUNTER)
+/* Before any counter read of a check or a refinement: RDTSC disabled for
+ * this thread means switching to the OS clock without reading the
+ * counter. 1 if it switched. */
+TKC_INTERNAL int tkc_rdtsc_disabled_locked(const tickclock_info *s);
+/* The checks of the published counter state (the caller saw RDTSC
+ * enabled for this thread); with_io: also the kernel's clocksource, which
+ * needs a file read. TICKCLOCK_SWITCHED when it switched to the OS clock. */
+TKC_INTERNAL int tkc_revalidate_locked(int with_io);
+/* A counter state published without a sample to check against takes one
+ * now (nothing is checked until one is had). */
+TKC_INTERNAL void tkc_anchor_again(const tickclock_info *s);
+#endif
+/* The OS clock in use and RDTSC disabled for this thread: readings move
+ * to the system call (a new state that says so). */
+TKC_INTERNAL void tkc_os_path_check_locked(const tickclock_info *s);
+
+/* ---- refinement (refine.c; lock held) ---- */
+#if defined(TKC_ARCH_COUNTER) /* (no counter: nothing is ever published unchecked) */
+/* The cross-check of a published frequency against the calibration c
+ * measured since: decides again with c and publishes the result. */
+TKC_INTERNAL void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c,
+                                  int may_alloc);
+/* One refinement step (may_alloc: 0 inside the conversions). */
+TKC_INTERNAL void tkc_refine_locked(int may_alloc);
+#endif
 
 #ifdef __cplusplus
 } /* extern "C" */

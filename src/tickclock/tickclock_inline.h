@@ -25,8 +25,8 @@ TKC_API_VAR const tickclock_info *TKC_SHARED tkc_g_state;
  * UINT64_MAX when nothing is. */
 TKC_API_VAR TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_reval_deadline;
 #else
-/* TICKCLOCK_STATIC: this translation unit's own copy (init.c does not
- * define them then); the initial values are init.c's. */
+/* TICKCLOCK_STATIC: this translation unit's own copy (publish.c and
+ * bookkeeping.c do not define them then); the initial values are theirs. */
 static TKC_UNUSED TKC_SHARED int tkc_g_source = 0;
 static TKC_UNUSED const tickclock_info *TKC_SHARED tkc_g_state = NULL;
 static TKC_UNUSED TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_reval_deadline = UINT64_MAX;
@@ -166,6 +166,12 @@ TKC_INLINE uint64_t tkc_ns_in(const tickclock_info *s, uint64_t ticks) {
   return ns < s->base_ns ? UINT64_MAX : ns;
 }
 
+/* What is due by tick ticks (a refinement, the rate check) is done out
+ * of line once ticks reaches the deadline; nothing is due before. */
+TKC_INLINE void tkc_due_first(uint64_t ticks) {
+  if (TKC_UNLIKELY(ticks >= TKC_LOAD_RELAXED(&tkc_g_reval_deadline))) tkc_revalidate_due(ticks);
+}
+
 /* Absolute ticks (a tickclock_now() value) -> ns, relative to the
  * state's base: continuous across every publication. Identity while ticks
  * are nanoseconds. */
@@ -173,7 +179,7 @@ TKC_INLINE uint64_t tickclock_to_ns(uint64_t ticks) {
   const tickclock_info *s;
   /* what is due first (a refinement, the rate check), then the state:
    * the conversion uses the best rate known when it runs */
-  if (TKC_UNLIKELY(ticks >= TKC_LOAD_RELAXED(&tkc_g_reval_deadline))) tkc_revalidate_due(ticks);
+  tkc_due_first(ticks);
   s = tkc_state();
   return tkc_ns_in(s, ticks);
 }
@@ -189,7 +195,7 @@ TKC_INLINE int64_t tickclock_delta_ns(uint64_t start, uint64_t end) {
   /* what is due for the later tick first, then the state: the best rate
    * known converts, and (a, b) and (b, a) see the same one */
   uint64_t later = end > start ? end : start;
-  if (TKC_UNLIKELY(later >= TKC_LOAD_RELAXED(&tkc_g_reval_deadline))) tkc_revalidate_due(later);
+  tkc_due_first(later);
   s = tkc_state();
   if (s->scaled) mag = tickclock_conv_ticks_to_ns(&s->conv, mag);
   return tkc_signed_ns(mag, neg);

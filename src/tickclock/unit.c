@@ -1,6 +1,6 @@
 /* tickclock — the tick unit and the continuity of readings across
  * publications: pure arithmetic on states (no clock read, no lock, no
- * global; init.c reads the clocks and hands the readings in). Tested
+ * global; publish.c reads the clocks and hands the readings in). Tested
  * alone (tests/tickclock/unit_test.cc).
  *
  * One tick unit per process: the first state's source's ticks. A later

@@ -1,0 +1,279 @@
+/* tickclock — publication: the one writer of the published state.
+ *
+ * States. Every decision is published as a new, immutable tickclock_info
+ * (static slots first, then allocations that are never freed, at most
+ * TICKCLOCK_MAX_STATES of them), its address stored with release ordering
+ * in tkc_g_state, then the hot path's token in tkc_g_source. Readers load
+ * with acquire and never see a half-written state, and a state a reader
+ * holds is never written again. Publications that fall due inside the
+ * conversions (which may run in a signal handler) take a slot reserved in
+ * advance, never an allocation.
+ *
+ * One tick unit per process (the cyc2ns pattern). The first state fixes
+ * the unit: raw counter ticks when it chose the counter (the inline read),
+ * otherwise the OS clock's ticks (nanoseconds; QPC counts on Windows).
+ * Each later state keeps it: its readings are
+ *     base_ticks + unit(source reading - src_base)
+ * with base_ticks no lower than any reading handed out before, and its
+ * conversion is to_ns(t) = base_ns + conv(t - base_ticks) with base_ns the
+ * previous state's to_ns(base_ticks). So intervals span any publication,
+ * and to_ns(now()) is continuous and never decreases. A new frequency for
+ * the same raw counter keeps the inline read and changes only conv.
+ *
+ * Initialisation, re-validation and refinement decide what to publish and
+ * call tkc_publish (lock held); nothing here calls them back. What a
+ * publication starts (the checks' anchor, the refinement's schedule, the
+ * deadline) is recorded in the bookkeeping beneath (bookkeeping.c).
+ */
+#include "state.h"
+#include "platform.h"
+#include "calibrate.h"
+#include "text.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if !defined(TICKCLOCK_STATIC) /* TICKCLOCK_STATIC: tickclock.h defines them */
+TKC_SHARED int tkc_g_source = 0;
+const tickclock_info *TKC_SHARED tkc_g_state = NULL;
+#endif
+
+/* ---- states (all below: lock held) ------------------------------------ */
+#define TKC_STATIC_SLOTS 8
+static tickclock_info tkc_slots[TKC_STATIC_SLOTS];
+static unsigned tkc_slots_used = 0;
+static unsigned tkc_states_taken = 0; /* static and allocated: <= TICKCLOCK_MAX_STATES */
+static unsigned tkc_generation = 0;
+/* Held in reserve while a counter state is published: the switch away
+ * from the counter must always find a slot. */
+static tickclock_info *tkc_spare = NULL;
+/* Reserved for the publications due inside the conversions. */
+static tickclock_info *tkc_ready[TKC_READY_SLOTS];
+static unsigned tkc_n_ready = 0;
+
+/* States past the static slots: never freed (a reader may hold one for the
+ * life of the process), and all kept on a list so that each stays
+ * reachable even when no state links to it any more. */
+typedef struct tkc_block {
+  struct tkc_block *next;
+  tickclock_info info;
+} tkc_block;
+static tkc_block *tkc_blocks = NULL;
+
+static tickclock_info *tkc_new_slot(int may_alloc) {
+  tkc_block *b;
+  if (tkc_states_taken >= TICKCLOCK_MAX_STATES) return NULL;
+  if (tkc_slots_used < TKC_STATIC_SLOTS) {
+    tkc_states_taken++;
+    return &tkc_slots[tkc_slots_used++];
+  }
+  if (!may_alloc) return NULL;
+  b = (tkc_block *)calloc(1, sizeof *b);
+  if (b == NULL) return NULL;
+  b->next = tkc_blocks;
+  tkc_blocks = b;
+  tkc_states_taken++;
+  return &b->info;
+}
+
+tickclock_info *tkc_take_slot(int may_alloc) {
+  if (tkc_n_ready > 0) return tkc_ready[--tkc_n_ready];
+  return tkc_new_slot(may_alloc);
+}
+
+void tkc_reserve_slots(void) {
+  while (tkc_n_ready < TKC_READY_SLOTS) {
+    tickclock_info *slot = tkc_new_slot(1);
+    if (slot == NULL) break;
+    tkc_ready[tkc_n_ready++] = slot;
+  }
+  if (tkc_refine_deferred() && tkc_n_ready > 0)
+    tkc_refine_rearm(TKC_LOAD_ACQUIRE(&tkc_g_state) != NULL, tkc_max_seen());
+}
+
+int tkc_reads_counter(const tickclock_info *s) {
+  return s->read_path == TICKCLOCK_READ_COUNTER || s->read_path == TICKCLOCK_READ_COUNTER_MAPPED;
+}
+
+/* An upper bound of the unit ticks old has handed out so far. A counter
+ * that failed may have stepped back after readings no check saw, so the
+ * bound also extrapolates from the last conclusive sample at the
+ * frequency's uncertainty plus the drift allowance (all of it without
+ * touching the counter when it cannot be read). */
+/* os_now: an OS clock reading the caller already took (0: none), which
+ * serves as the old OS clock's own reading. *lo: the old source's own
+ * reading (unit ticks; 0 when not read), the
+ * lower end of the step; *allow_ns: when extrapolated, the allowance that
+ * bounds how far the extrapolation may lie from where the old counter
+ * would be (0 otherwise). */
+static uint64_t tkc_now_bound(const tickclock_info *old, int trust, uint64_t os_now, uint64_t *lo,
+                              double *allow_ns) {
+  uint64_t t = tkc_max_seen();
+  tkc_bracket prev;
+  *lo = 0;
+  *allow_ns = 0;
+  if (!tkc_reads_counter(old)) {
+    *lo = tkc_map(old, os_now != 0 ? os_now : tkc_p_os_ns());
+    return tkc_max_u64(t, *lo);
+  }
+  if (trust != TKC_OLD_UNREADABLE) {
+    *lo = tkc_map(old, tkc_p_counter_ordered());
+    t = tkc_max_u64(t, *lo);
+  }
+  if (trust != TKC_OLD_HEALTHY && tkc_last_sample(&prev)) {
+    uint64_t raw = tkc_p_raw_ns(), susp = tkc_p_suspended_ns();
+    uint64_t c = tkc_extrapolate(old, prev, raw, susp, allow_ns);
+    t = tkc_max_u64(t, tkc_map(old, c));
+    *lo = tkc_map(old, c);
+  }
+  return t;
+}
+
+uint64_t tkc_read_counter_ordered(void) { return tkc_p_counter_ordered(); }
+
+static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trust);
+static void tkc_note_path(tickclock_info *st);
+
+/* No slot for a state: the history is full, or memory is. */
+static int tkc_no_slot(void) {
+  return tkc_states_taken >= TICKCLOCK_MAX_STATES ? TICKCLOCK_ELIMIT : TICKCLOCK_ENOMEM;
+}
+
+/* Publishes the decision st as the continuation of old (trust: how far
+ * old's counter may be read). Takes a slot (the spare when asked; inside
+ * the conversions, may_alloc == 0, a ready one), keeps a spare while the
+ * new state reads the counter, records the re-validation anchor, then
+ * fixes the base last, right before the state becomes visible, so the
+ * window in which a reader can pair a newer tick with the older state
+ * stays a few nanoseconds. */
+int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust, int use_spare,
+                int may_alloc, const tickclock_evidence *ev) {
+  tickclock_info *slot;
+  tkc_bracket anchor;
+  int counter = TKC_COUNTER != 0 && st->source == TKC_COUNTER, tries, checked;
+  /* A state continues the one published: a caller whose notion of the
+   * current state is stale (a frame interrupted by a handler that forked,
+   * whose child published in the meantime) publishes nothing. */
+  if (old != TKC_LOAD_ACQUIRE(&tkc_g_state)) return TICKCLOCK_EBUSY;
+  if (counter && tkc_spare == NULL) {
+    tkc_spare = tkc_take_slot(may_alloc);
+    if (tkc_spare == NULL) return tkc_no_slot();
+  }
+  if (use_spare && tkc_spare != NULL && !counter) {
+    slot = tkc_spare;
+    tkc_spare = NULL;
+  } else {
+    slot = tkc_take_slot(may_alloc);
+  }
+  if (slot == NULL) return tkc_no_slot(); /* the spare stays reserved */
+  memcpy(slot, st, sizeof *slot);
+  slot->generation = ++tkc_generation;
+  if (counter && slot->uncertainty_ppm < TKC_MIN_UNCERTAINTY_PPM)
+    slot->uncertainty_ppm = TKC_MIN_UNCERTAINTY_PPM;
+  slot->tkc_susp_ns = UINT64_MAX;
+  anchor.width = UINT64_MAX;
+  anchor.mid = anchor.ns = 0;
+  anchor.susp = UINT64_MAX;
+  /* (a bracket that saw a suspend is taken again: the checks need one) */
+  for (tries = 0; counter && tries < 3 && anchor.width == UINT64_MAX; tries++)
+    anchor = tkc_tightest_bracket(tkc_read_counter_ordered);
+  tkc_continue(old, slot, trust); /* may extrapolate from the old samples */
+  /* the rate of the ticks handed out: the unit's (ticks are ns unscaled) */
+  slot->unit_hz_num = slot->scaled ? slot->conv.hz_num : UINT64_C(1000000000);
+  slot->unit_hz_den = slot->scaled ? slot->conv.hz_den : 1;
+  slot->unit_hz = (double)slot->unit_hz_num / (double)slot->unit_hz_den;
+  tkc_note_path(slot);
+  tkc_link_history(slot);
+  checked = tkc_checks_published(old, slot, anchor, counter, ev);
+  if (checked) slot->tkc_susp_ns = anchor.susp;
+  tkc_refine_published(slot, anchor, counter && checked);
+  tkc_arm_deadline(slot, tkc_max_seen());
+  /* A new rate for the same raw counter must still lie a guard ahead when
+   * it becomes visible: if the work above was delayed (preempted, or slow
+   * under emulation) until the counter came within half the guard of the
+   * base, the base moves ahead again, so no tick read before this store
+   * is converted with the new rate after the old one converted it. */
+  if (old != NULL && slot->read_path == TICKCLOCK_READ_COUNTER && slot->src_is_unit &&
+      old->read_path == TICKCLOCK_READ_COUNTER &&
+      tkc_unit_guard(old, slot, tkc_p_counter_ordered()))
+    tkc_link_history(slot);
+  TKC_STORE_RELEASE(&tkc_g_state, (const tickclock_info *)slot);
+  TKC_STORE_RELEASE(&tkc_g_source, slot->read_path == TICKCLOCK_READ_COUNTER
+                                       ? (int)TKC_COUNTER
+                                       : (int)TICKCLOCK_SOURCE_SYSTEM);
+  return TICKCLOCK_OK;
+}
+
+/* Fills the unit fields of st, a fresh decision, so that it continues old
+ * (NULL for the first state): the readings here, the arithmetic in
+ * unit.c. */
+static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trust) {
+  int counter = TKC_COUNTER != 0 && st->source == TKC_COUNTER;
+  int os_path = tkc_os_syscall_on() ? TICKCLOCK_READ_OS_SYSCALL : TICKCLOCK_READ_OS;
+  uint64_t t, lo, r0, r1;
+  double allow;
+  st->src_conv = st->conv;
+  st->prev = old;
+  st->tkc_cont_bound_ns = 0;
+  st->tkc_bounded_switch = 0;
+  if (old == NULL) {
+    tkc_unit_first(st, counter ? TICKCLOCK_READ_COUNTER : os_path);
+    return;
+  }
+  tkc_unit_keep(old, st);
+  if (counter && st->src_is_unit && old->read_path == TICKCLOCK_READ_COUNTER) {
+    t = tkc_now_bound(old, TKC_OLD_HEALTHY, 0, &lo, &allow);
+    tkc_unit_same_counter(old, st, t);
+    return;
+  }
+  /* the new source first, then the bound: readings start at or above it */
+  r0 = tkc_p_raw_ns();
+  st->src_base = counter ? tkc_p_counter_ordered() : tkc_p_os_ns();
+  /* the OS clock before and after: the new source's reading is the old
+   * one's too (a second read would step forward by the time between them,
+   * microseconds under emulation) */
+  t = tkc_now_bound(old, trust, counter ? 0 : st->src_base, &lo, &allow);
+  r1 = tkc_p_raw_ns();
+  tkc_unit_mapped(old, st, t, lo, r0, r1, allow, trust != TKC_OLD_HEALTHY && tkc_reads_counter(old),
+                  counter ? TICKCLOCK_READ_COUNTER_MAPPED : os_path);
+}
+
+/* Says in the state how it reads when that is not the plain choice. */
+static void tkc_note_path(tickclock_info *st) {
+  size_t len = strlen(st->why);
+  const char *note = NULL;
+  if (st->read_path == TICKCLOCK_READ_OS_SYSCALL)
+    note = "; read with the clock_gettime system call (RDTSC is disabled, the vDSO could trap)";
+  else if (!st->src_is_unit)
+    note = "; readings mapped into the process's first tick unit";
+  if (note != NULL && len + 1 < sizeof st->why)
+    tkc_strlcpy(st->why + len, note, sizeof st->why - len);
+}
+
+/* The state published now (NULL before first use). */
+const tickclock_info *tkc_published(void) { return TKC_LOAD_ACQUIRE(&tkc_g_state); }
+
+/* Plans what follows fresh in the bookkeeping, then publishes it; the
+ * plan is dropped again when nothing was published. */
+int tkc_publish_planned(const tickclock_info *fresh, const tickclock_info *old,
+                        const tickclock_evidence *ev, int asked_ms, int cross_checked, int trust,
+                        int use_spare, int may_alloc) {
+  /* the plan is the new state's: the old one is kept aside until it is out */
+  tkc_refine_book keep = *tkc_refine_schedule();
+  int rc;
+  tkc_refine_plan(fresh, ev, asked_ms, cross_checked);
+  rc = tkc_publish(fresh, old, trust, use_spare, may_alloc, ev);
+  if (rc != TICKCLOCK_OK) *tkc_refine_schedule() = keep; /* nothing changed */
+  return rc;
+}
+
+/* The states taken so far (static and allocated). */
+unsigned tkc_states_count(void) { return tkc_states_taken; }
+
+void tkc_reset_world(void) {
+  TKC_STORE_RELEASE(&tkc_g_source, 0);
+  TKC_STORE_RELEASE(&tkc_g_state, (const tickclock_info *)NULL);
+  tkc_checks_reset();
+  tkc_refine_reset();
+  tkc_suspends_reset();
+}
