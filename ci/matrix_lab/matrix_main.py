@@ -6,7 +6,7 @@
     ci/matrix --merge DIR... [--out DIR]
 
 Run through the ci/matrix wrapper (it makes sure python3 is there). See
-ci/README.md for the cells, how to add a compiler or a target, and how to
+ci/matrix_lab/README.md for the cells, how to add a compiler or a target, and how to
 read the report. Writes out/matrix/ (--only: out/matrix-only/; or --out DIR)
 {report.md,report.json,report.html} and one log per cell under logs/. A run
 writes into DIR/current/, the report rewritten as each cell finishes, and
@@ -23,7 +23,7 @@ import re
 import signal
 import sys
 
-# The modules (see ci/README.md): matrix_cells.py (what the matrix is made
+# The modules (see ci/matrix_lab/README.md): matrix_cells.py (what the matrix is made
 # of: the one file to edit to add a cell), matrix_runner.py (one cell),
 # matrix_run.py (a run of a selection), matrix_shard.py (--shard, --merge,
 # the shared cache key), matrix_report.py (report.md/.html/.json),
@@ -66,7 +66,7 @@ side effects:
   trees (~/.cache/bazel) grow per compiler and target.
 
 The last line is "N passed, N failed, N skipped" (cells); exit 0 iff no cell
-FAILED, 2 for bad arguments. See ci/README.md.
+FAILED, 2 for bad arguments. See ci/matrix_lab/README.md.
 """
 
 
