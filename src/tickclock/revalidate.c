@@ -148,8 +148,7 @@ int tkc_revalidate_locked(int with_io) {
   /* the step since the previous conclusive sample, then the total since
    * publication (a slow drift passes every step) */
   for (step = 1; step >= 0; step--) {
-    if (!tkc_drifted(s, b, w, step ? bk->chk_prev : bk->chk_anchor, &dc, &dr, &bound))
-      continue;
+    if (!tkc_drifted(s, b, w, step ? bk->chk_prev : bk->chk_anchor, &dc, &dr, &bound)) continue;
     tkc_fmt(why, sizeof why,
             step ? "counter stepped %.0f ns against CLOCK_MONOTONIC_RAW's %.0f ns since "
                    "the previous check (bound %.0f ns)"

@@ -22,11 +22,13 @@
  *   conversion    tickclock_conv                  a frequency as 64.64 scales
  *   objects       tickclock_conv_init(), _ticks_to_ns(), _ns_to_ticks(),
  *                 _delta_to_ns()
- *   provenance    tickclock_info_get()            source, frequency, reasons
+ *   provenance    (the types: tickclock_info.h, included here)
+ *                 tickclock_info_get()            source, frequency, reasons
  *                 tickclock_source_name(), tickclock_freq_method_name(),
  *                 tickclock_source_from_name(), tickclock_strerror(rc)
  *                 (info->unit_hz: the rate of the ticks handed out)
- *   durations     tickclock_duration_get(s, e, d) end - start in ns with an
+ *   durations     (tickclock_duration.h, included here)
+ *                 tickclock_duration_get(s, e, d) end - start in ns with an
  *                                                 error bound and flags
  *   sampling      tickclock_sampler               caller-owned: which
  *                 tickclock_sampler_init(), _should_time() (inline),
@@ -250,142 +252,10 @@ TICKCLOCK_API int tickclock_conv_init(tickclock_conv *c, uint64_t hz_num, uint64
  *   tickclock_conv_ticks_to_ns, tickclock_conv_ns_to_ticks,
  *   tickclock_conv_delta_to_ns. */
 
-/* ---- configuration and provenance ----------------------------------- */
-typedef struct tickclock_config {
-  int source;              /* tickclock_source; AUTO = decide */
-  uint32_t calibration_ms; /* 0 = a published frequency at once, or a quick
-                              calibration (1 ms, lengthened x4 while its
-                              bound exceeds 50 ppm); either is cross-checked
-                              or refined later on a growing baseline; N =
-                              one blocking calibration of N ms first, never
-                              refined; <= 1000 */
-  uint32_t flags;          /* reserved, 0 */
-} tickclock_config;
-
-#define TICKCLOCK_MAX_CANDIDATES 8
-#define TICKCLOCK_REASON_LEN 256 /* a candidate's or frequency source's reason */
-#define TICKCLOCK_WHY_LEN 512    /* the state's one line: room for every reason whole */
-
-/* tickclock_info.forced: who chose the source. */
-#define TICKCLOCK_FORCED_NO 0        /* the automatic choice */
-#define TICKCLOCK_FORCED_BY_CONFIG 1 /* tickclock_config.source */
-#define TICKCLOCK_FORCED_BY_ENV 2    /* the TICKCLOCK_SOURCE environment variable */
-
-typedef struct tickclock_candidate {
-  int source;                        /* tickclock_source */
-  const char *name;                  /* "tsc", "system", ... */
-  int usable;                        /* 1 if it passed every check */
-  int chosen;                        /* 1 for the source in use */
-  double read_ns;                    /* measured cost of one read, 0 if not measured */
-  char reason[TICKCLOCK_REASON_LEN]; /* why usable / refused */
-} tickclock_candidate;
-
-/* One frequency source for the counter, measured or read, and what the
- * decider made of it (the policy: src/tickclock/README.md). */
-#define TICKCLOCK_MAX_FREQS 8 /* one entry per source kind (5 on x86) */
-typedef struct tickclock_freq_candidate {
-  const char *name;        /* "calibration", "perf_page", "cpuid_15h_crystal",
-                              "cpuid_15h_known_crystal", "cpuid_15h_from_16h",
-                              "cpuid_16h", "hypervisor_40000010", "xen_leaf3" */
-  int method;              /* tickclock_freq_method */
-  int available;           /* 1: the source gave a frequency; 0: see reason
-                              (names then: "calibration", "perf_page",
-                              "cpuid_15h", "hypervisor", "cpuid_16h") */
-  uint64_t hz_num, hz_den; /* reduced rational, Hz; 0/0 when unavailable */
-  double hz;
-  double uncertainty_ppm;    /* the source's own quantisation / measurement bound */
-  int checked;               /* compared with calibration */
-  double ppm_vs_calibration; /* (hz / calibrated - 1) * 1e6, when checked */
-  double bound_ppm;          /* the agreement bound it was held to, when checked */
-  int usable;                /* may be used: agreed with calibration (or is it) */
-  int chosen;
-  char reason[TICKCLOCK_REASON_LEN];
-} tickclock_freq_candidate;
-
-typedef struct tickclock_info {
-  /* hot: read by tickclock_to_ns/tickclock_delta_ns, the first 72 bytes
-   * (two cache lines at most).
-   * to_ns(t) = base_ns + conv(t - base_ticks) (t below base_ticks: the
-   * previous state's); with scaled == 0 ticks are nanoseconds (identity). */
-  int source;          /* tickclock_source in use */
-  int scaled;          /* 1: convert with conv; 0: ticks are ns */
-  tickclock_conv conv; /* ticks of the process's unit <-> ns */
-  uint64_t base_ticks, base_ns;
-  /* provenance */
-  const char *source_name;
-  uint64_t hz_num, hz_den; /* the source's frequency as a rational (Hz); the
-                              unit's is conv.hz_num / conv.hz_den */
-  double hz;               /* hz_num / hz_den: the source's rate. Ticks handed out
-                              are in the process's unit, whose rate is unit_hz
-                              (differs after a switch: see unit_hz) */
-  int freq_method;         /* tickclock_freq_method */
-  const char *freq_method_name;
-  double uncertainty_ppm;               /* of the frequency; 0 when exact */
-  uint64_t baseline_ns;                 /* the calibration's baseline (CLOCK_MONOTONIC_RAW ns
-                                           between its brackets); it grows x4 per refinement,
-                                           which stops once it spans 1 s (the last one may
-                                           be longer: it runs when a conversion finds it
-                                           due); 0 when nothing was measured */
-  int freq_pending_check;               /* 1: a published frequency (perf page, CPUID
-                                           0x15 with its crystal on bare metal, a
-                                           hypervisor leaf, CNTFRQ, the TOD) was used at
-                                           once, before any calibration;
-                                           the first refinement (from 1 ms on) compares it
-                                           with calibration and publishes the verdict as
-                                           a new state (see freqs[]) */
-  double resolution_ns;                 /* granularity of one tick, ns */
-  int forced;                           /* TICKCLOCK_FORCED_*: who chose the source */
-  int request_refused;                  /* a forced source was unusable; automatic choice made */
-  char why[TICKCLOCK_WHY_LEN];          /* one line: why this source (source_name is
-                                           not repeated in it) */
-  char env_error[TICKCLOCK_REASON_LEN]; /* bad TICKCLOCK_SOURCE, or "" */
-  unsigned n_candidates;
-  tickclock_candidate candidates[TICKCLOCK_MAX_CANDIDATES];
-  const char *freq_detail; /* the precise rule, e.g. "cpuid_15h_crystal",
-                              "calibration", "identity" (probe: tsc_hz.method) */
-  unsigned n_freqs;        /* frequency sources found for the counter */
-  tickclock_freq_candidate freqs[TICKCLOCK_MAX_FREQS];
-  /* pairwise disagreement (freqs[i].hz / freqs[j].hz - 1) * 1e6; 0 where
-   * either is unavailable */
-  double freq_disagreement_ppm[TICKCLOCK_MAX_FREQS][TICKCLOCK_MAX_FREQS];
-  double max_disagreement_ppm; /* largest |entry| above, 0 with < 2 sources */
-  int revalidated;             /* 1: this state replaced a counter that failed
-                                  re-validation (why says which check) */
-  /* The unit and how readings reach it. */
-  int unit_source;                   /* the source whose tick is the unit (the first
-                                        published one) */
-  int read_path;                     /* TICKCLOCK_READ_*: how tickclock_now() reads */
-  int src_is_unit;                   /* the source's ticks are unit ticks (offset only) */
-  uint64_t src_base;                 /* the source's reading at base_ticks */
-  tickclock_conv src_conv;           /* the source's own ticks <-> ns */
-  unsigned generation;               /* 1 for the first published state, +1 each */
-  uint64_t unit_hz_num, unit_hz_den; /* the rate of the ticks tickclock_now()
-                               hands out (the unit's, the first state's source):
-                               ticks / unit_hz is seconds, whatever source reads
-                               now; == hz while the source is the unit's */
-  double unit_hz;
-  const struct tickclock_info *prev; /* the state this one replaced; ticks
-                               below base_ticks convert with it, so what an
-                               earlier tick means never changes */
-  /* Internal: a jump back through prev over the states whose generations
-   * lie between skip's (exclusive) and this one's (inclusive), the lowest
-   * base_ticks among them in skip_min_base: an old tick finds its state
-   * in O(log n) steps. */
-  const struct tickclock_info *skip;
-  uint64_t skip_min_base;
-  /* Internal (read by tickclock_duration_get; not API): this state's
-   * start as a publication. tkc_cont_bound_ns bounds the step between
-   * what the state it replaced would have read and this one's base: 0 for
-   * the first state and for a same-counter republication (exactly
-   * continuous at its base), the measured gap for a switch, the
-   * extrapolation's allowance for a bounded one (tkc_bounded_switch: away
-   * from a counter that was distrusted or could not be read).
-   * tkc_susp_ns: the time suspended since boot seen at publication
-   * (UINT64_MAX: unknown). */
-  uint64_t tkc_cont_bound_ns;
-  int tkc_bounded_switch;
-  uint64_t tkc_susp_ns;
-} tickclock_info;
+/* The configuration and provenance types (tickclock_config,
+ * tickclock_info and the candidates it lists): their own file, part of
+ * this header. */
+#include "tickclock_info.h"
 
 TICKCLOCK_API const char *tickclock_source_name(int source);
 TICKCLOCK_API const char *tickclock_freq_method_name(int method);
@@ -448,126 +318,9 @@ TICKCLOCK_API int tickclock_revalidate(void);
  * Not async-signal-safe. */
 TICKCLOCK_API void tickclock_revalidate_every(uint32_t ms);
 
-/* ---- durations with a bound --------------------------------------------
- * tickclock_duration_get(start, end, &d): d.ns = to_ns(end) - to_ns(start)
- * (each part of the interval converted with the state its ticks were
- * taken under, so the value never changes once both ticks are in the
- * past of the current state), and d.bound_ns >= |d.ns - the time that
- * passed between the two readings as CLOCK_MONOTONIC_RAW counts it|,
- * the sum of:
- *  - each state's stated rate uncertainty (uncertainty_ppm) over the part
- *    of the interval it converts, plus 2 ns of rounding per part,
- *  - the quantum at both ends: the resolution_ns of the state each tick
- *    was taken under and one unit tick, plus 1 ns,
- *  - each publication the interval spans (TICKCLOCK_DURATION_SPANS_PUBLICATION):
- *    a same-counter republication (refinement, re-calibration) is exactly
- *    continuous at its base (1 ns of rounding); a switch of source carries
- *    its measured step (the time between reading the new source and the
- *    old one, usually under a microsecond); a switch away from a counter
- *    that was distrusted or could not be read
- *    (TICKCLOCK_DURATION_SPANS_BOUNDED_SWITCH) carries the extrapolation's
- *    allowance, about DRIFT_ABS_NS + (DRIFT_PPM + uncertainty) of the time
- *    since the last conclusive check (100 us + 51 ppm of up to a second),
- *  - a detected suspend (TICKCLOCK_DURATION_SPANS_SUSPEND): the time
- *    suspended, since a counter may have counted it or not (a suspend is
- *    detected by the rate check, or, while a checked counter is read, by
- *    comparing the time suspended now with the last check's; a window
- *    that only overlaps the interval counts too).
- * Under the OS clock the duration is what CLOCK_MONOTONIC counts: NTP may
- * slew it against CLOCK_MONOTONIC_RAW (by at most 500 ppm; on a host
- * without NTP by nothing), which the bound does not include. A result that
- * does not fit (to_ns saturated, or |end - start| past INT64_MAX ns) has
- * TICKCLOCK_DURATION_SATURATED, ns at INT64_MIN/INT64_MAX and bound_ns
- * UINT64_MAX. What is due for the later tick runs first, as in
- * tickclock_delta_ns. Async-signal-safe like tickclock_delta_ns (no
- * allocation, no I/O, no lock wait: clock reads and a walk of at most the
- * states the interval spans, O(log n) to reach them); it costs about
- * 80 ns on this project's hosts, most of it the three clock reads that
- * give the time suspended now (tests/bench: BM_interval/duration_get). Returns
- * TICKCLOCK_OK, or TICKCLOCK_EINVAL when out is NULL. */
-/* refinement, re-calibration, re-initialisation, switch: */
-#define TICKCLOCK_DURATION_SPANS_PUBLICATION 1u
-#define TICKCLOCK_DURATION_SPANS_BOUNDED_SWITCH 2u /* a step bounded, not measured */
-#define TICKCLOCK_DURATION_SPANS_SUSPEND 4u        /* a detected suspend */
-#define TICKCLOCK_DURATION_SATURATED 8u            /* the value did not fit */
-typedef struct tickclock_duration {
-  int64_t ns;        /* end - start, ns (negative when end precedes start) */
-  uint64_t bound_ns; /* |ns - true| <= bound_ns */
-  unsigned flags;    /* TICKCLOCK_DURATION_* */
-  unsigned spanned;  /* publications the interval spans */
-} tickclock_duration;
-TICKCLOCK_API int tickclock_duration_get(uint64_t start, uint64_t end, tickclock_duration *out);
-
-/* ---- sampled timing -------------------------------------------------------
- * Times a random subset of executions and estimates their total:
- *
- * ```c
- * static tickclock_sampler smp;                  // one per thread, or per node
- * tickclock_sampler_init(&smp, 1.0 / 64, 42);    // p = 1/64; any seed
- * for (int k = 0; k < 10000; k++) {
- *   if (tickclock_sampler_should_time(&smp)) {   // one decrement, one branch
- *     uint64_t t0 = tickclock_now_ordered();     // not before the gap's draw
- *     work();
- *     tickclock_duration d;
- *     tickclock_duration_get(t0, tickclock_now(), &d);
- *     tickclock_sampler_add(&smp, (double)d.ns, (double)d.bound_ns);
- *   } else {
- *     work();
- *   }
- * }
- * tickclock_estimate est;
- * tickclock_sampler_estimate(&smp, &est);        // total with a 95 % interval
- * ```
- * The start is read with tickclock_now_ordered(): an unordered read may
- * execute before the draw of the next gap (a logarithm and a division)
- * has finished and add part of it to the timed executions only.
- *
- * Each execution is timed with probability p, independently of the others
- * (Bernoulli sampling): the gaps between timed executions are drawn from
- * the geometric distribution with a xorshift64* generator seeded through
- * splitmix64, so no fixed stride can alias with a periodic workload. The
- * estimate is Horvitz-Thompson's, total = sum / p (unbiased), with
- * variance (1 - p) / p^2 * sum of squares (unbiased for the variance of a
- * Bernoulli(p)-sampled total); the 95 % interval is total -/+ (1.96 * its
- * standard deviation + bound_sum / p), the second term the durations'
- * error bounds scaled like the total. It is a normal approximation: with
- * few timed executions (under about 30) or a tail without a variance it
- * covers less than 95 %. No timed execution yet: total 0, interval
- * [0, +inf).
- * The state is caller-owned and not shared: keep one per thread (two
- * threads updating one struct race, and two structs on one cache line
- * slow each other down); every function here is async-signal-safe on a
- * state the interrupted code is not updating (no allocation, no I/O, no
- * lock, no libm). Deciding "not timed" costs one decrement and one
- * predicted branch: under 0.1 ns over the same loop without it on this
- * project's hosts (tests/bench: BM_sampler/not_sampled). */
-typedef struct tickclock_sampler {
-  uint64_t left;                           /* internal: executions until the next timed one */
-  uint64_t gap;                            /* internal: the current gap's length */
-  uint64_t rng;                            /* internal: xorshift64* state, never 0 */
-  uint64_t done;                           /* internal: executions in the completed gaps */
-  double p;                                /* the probability of timing an execution */
-  double inv_log_q;                        /* internal: 1 / ln(1 - p); 0 when p == 1 */
-  uint64_t sampled;                        /* durations added */
-  double sum_ns, sum_sq_ns2, bound_sum_ns; /* of the added durations */
-} tickclock_sampler;
-typedef struct tickclock_estimate {
-  uint64_t count;      /* executions decided */
-  uint64_t sampled;    /* durations added */
-  double total_ns;     /* Horvitz-Thompson: sum / p */
-  double stddev_ns;    /* sqrt((1 - p) / p^2 * sum of squares) */
-  double bound_ns;     /* bound_sum / p */
-  double lo_ns, hi_ns; /* 95 %: total -/+ (1.96 * stddev + bound) */
-} tickclock_estimate;
-/* 0 < p <= 1; any seed (0 too). TICKCLOCK_EINVAL (state untouched) for a
- * NULL state or p outside (0, 1]. */
-TICKCLOCK_API int tickclock_sampler_init(tickclock_sampler *s, double p, uint64_t seed);
-/* tickclock_sampler_should_time(s): inline, at the bottom of this file. */
-/* One timed execution's duration and its error bound (ns). */
-TICKCLOCK_API void tickclock_sampler_add(tickclock_sampler *s, double ns, double bound_ns);
-/* Executions decided so far (timed or not). */
-TICKCLOCK_API uint64_t tickclock_sampler_count(const tickclock_sampler *s);
-TICKCLOCK_API void tickclock_sampler_estimate(const tickclock_sampler *s, tickclock_estimate *e);
+/* Durations with an error bound (tickclock_duration_get) and sampled
+ * timing (tickclock_sampler): their own file, part of this header. */
+#include "tickclock_duration.h"
 
 /* Provenance of the current choice; initialises on first use. Reads no
  * counter. The pointer and its content stay valid for the life of the
