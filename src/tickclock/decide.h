@@ -62,7 +62,16 @@ TKC_INTERNAL void tkc_decide_resume(const tickclock_evidence *ev, tickclock_info
 TKC_INTERNAL void tkc_fill_os(tickclock_info *out, int os, uint64_t hz, double resolution_ns);
 
 /* ---- the trust policy (trust.c) ---- */
-/* Can the arch counter be read without trapping? (pure; reason in why) */
+/* A counter reading fewer than TKC_WRAP_MARGIN ticks below 2^64 is
+ * refused: a hypervisor's offset can start a guest's TSC anywhere, and a
+ * counter that wraps past 2^64 steps the conversion back by 2^64 ticks
+ * (7.4e9 s at 2.5 GHz) and makes a tick after the wrap incomparable with
+ * one before it. 2^58 ticks are 1.8 years at 5 GHz, 3.7 at 2.5 GHz: more
+ * than a process lives. (The s390x TOD clock, which counts from 1900 and
+ * wraps in September 2042, comes within it in 2040.) */
+#define TKC_WRAP_MARGIN (UINT64_C(1) << 58)
+/* Can the arch counter be read without trapping, and used without
+ * wrapping? (pure; reason in why) */
 TKC_INTERNAL int tkc_counter_executable(const tickclock_evidence *ev, char *why, size_t n);
 /* Trust verdicts for automatic use of an executable counter. */
 #define TKC_TRUST_NO 0

@@ -130,8 +130,11 @@ void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev) {
   ev->os_resolution_ns = tkc_os_resolution_ns();
   ev->os_read_ns = tkc_measure_read_ns(tkc_p_os_ns);
 #if defined(TKC_ARCH_COUNTER)
-  if (tkc_counter_executable(ev, dummy, sizeof dummy))
+  if (tkc_counter_executable(ev, dummy, sizeof dummy)) {
     ev->counter_read_ns = tkc_measure_read_ns(tkc_p_counter);
+    ev->counter_at = tkc_p_counter(); /* how far it is from wrapping */
+    ev->counter_at_known = 1;
+  }
 #else
   (void)dummy;
 #endif

@@ -32,6 +32,8 @@ typedef struct tickclock_evidence {
                                       (CNTFRQ_EL0, the TOD architecture, the
                                       device tree, /proc/cpuinfo timebase) */
   double counter_read_ns;          /* measured, 0 if not measured */
+  uint64_t counter_at;             /* one reading of the counter when gathered ... */
+  int counter_at_known;            /* ... taken (0: not read, as in a replayed fixture) */
   double os_read_ns;               /* measured, 0 if not measured */
   double os_resolution_ns;         /* clock_getres(CLOCK_MONOTONIC) */
   tickclock_calibration cal;       /* of the arch counter; ok=0 if not done */

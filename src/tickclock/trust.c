@@ -30,6 +30,13 @@ int tkc_counter_executable(const tickclock_evidence *ev, char *why, size_t n) {
       return 0;
     }
   }
+  if (ev->counter_at_known && UINT64_MAX - ev->counter_at < TKC_WRAP_MARGIN) {
+    tkc_fmt(why, n,
+            "the counter reads 0x%016llx, within 2^58 ticks of 2^64: it could wrap within this "
+            "process's life, and a tick after the wrap would not compare with one before it",
+            (unsigned long long)ev->counter_at);
+    return 0;
+  }
   return 1;
 }
 
