@@ -25,6 +25,23 @@ def sources():
     return lib, probe, headers, os.path.join(ROOT, "tests/guest/life_events.c")
 
 
+def build_digest(cc, cxx, flags, files):
+    """What a cached build depends on: the two compilers' versions (each
+    must be installed), the flags, and every file's name and content."""
+    h = hashlib.sha256()
+    for tool in (cc, cxx):
+        path = shutil.which(tool)
+        if not path:
+            raise Fail("%s not installed (ci/deps guest installs the cross compilers)" % tool)
+        h.update(sh([path, "--version"])[1].encode())
+    h.update(repr(flags).encode())
+    for f in files:
+        h.update(f.encode())
+        with open(f, "rb") as fh:
+            h.update(fh.read())
+    return h.hexdigest()[:16]
+
+
 CFLAGS = ["-O2", "-std=c99", "-D_GNU_SOURCE", "-pthread"]
 CXXFLAGS = ["-O2", "-std=c++17", "-pthread"]
 
@@ -33,18 +50,7 @@ def build(name, cc, cxx):
     """Static tickclock-probe and tkc-events for one target; cached by a
     digest of the compilers, flags and every source."""
     lib, probe, headers, events = sources()
-    h = hashlib.sha256()
-    for tool in (cc, cxx):
-        path = shutil.which(tool)
-        if not path:
-            raise Fail("%s not installed (ci/deps guest installs the cross compilers)" % tool)
-        h.update(sh([path, "--version"])[1].encode())
-    h.update(repr((CFLAGS, CXXFLAGS)).encode())
-    for f in lib + probe + headers + [events]:
-        h.update(f.encode())
-        with open(f, "rb") as fh:
-            h.update(fh.read())
-    digest = h.hexdigest()[:16]
+    digest = build_digest(cc, cxx, (CFLAGS, CXXFLAGS), lib + probe + headers + [events])
     d = os.path.join(CACHE, "build", name)
     outs = {"probe": os.path.join(d, "tickclock-probe"), "events": os.path.join(d, "tkc-events"),
             "digest": digest}
@@ -101,18 +107,9 @@ def build_suites(arch, cc, cxx):
     main_cc = os.path.join(ROOT, "tests/support/doctest_main.cc")
     if not os.path.exists(DOCTEST_H):
         raise Fail("%s missing (doctest-dev: ci/deps)" % DOCTEST_H)
-    h = hashlib.sha256()
-    for tool in (cc, cxx):
-        path = shutil.which(tool)
-        if not path:
-            raise Fail("%s not installed (ci/deps guest installs the cross compilers)" % tool)
-        h.update(sh([path, "--version"])[1].encode())
-    h.update(repr((CFLAGS, CXXFLAGS, SUITE_FLAGS, srcs, sorted(fake_of.items()))).encode())
-    for f in lib + headers + support + [main_cc, DOCTEST_H] + [os.path.join(ROOT, x) for x in srcs]:
-        h.update(f.encode())
-        with open(f, "rb") as fh:
-            h.update(fh.read())
-    digest = h.hexdigest()[:16]
+    digest = build_digest(cc, cxx, (CFLAGS, CXXFLAGS, SUITE_FLAGS, srcs, sorted(fake_of.items())),
+                          lib + headers + support + [main_cc, DOCTEST_H] +
+                          [os.path.join(ROOT, x) for x in srcs])
     d = os.path.join(CACHE, "build", arch + "-suites")
     outs = dict((suite_bin(src), os.path.join(d, suite_bin(src))) for src in srcs)
     stamp = os.path.join(d, "digest")
