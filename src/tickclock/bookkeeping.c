@@ -169,6 +169,13 @@ static TKC_ALIGN8 TKC_SHARED uint64_t tkc_susp_lo[TKC_SUSP_RING];
 static TKC_ALIGN8 TKC_SHARED uint64_t tkc_susp_hi[TKC_SUSP_RING];
 static TKC_ALIGN8 TKC_SHARED uint64_t tkc_susp_len[TKC_SUSP_RING];
 static TKC_SHARED unsigned tkc_susp_n = 0; /* windows ever kept */
+/* The windows the ring let go, merged into one: from the lowest tick to
+ * the highest, their total time suspended. An interval that meets it is
+ * flagged and bounded by that total (more than its own share, never less:
+ * a bound stays a bound however many suspends came after it). */
+static TKC_ALIGN8 TKC_SHARED uint64_t tkc_susp_old_lo = 0;
+static TKC_ALIGN8 TKC_SHARED uint64_t tkc_susp_old_hi = 0;
+static TKC_ALIGN8 TKC_SHARED uint64_t tkc_susp_old_len = 0;
 /* the last sample: its lower unit tick and suspended time */
 static TKC_ALIGN8 TKC_SHARED uint64_t tkc_last_lo = 0;
 static TKC_ALIGN8 TKC_SHARED uint64_t tkc_last_susp = UINT64_MAX;
@@ -181,6 +188,20 @@ void tkc_note_sample(uint64_t lo, uint64_t hi, uint64_t susp) {
   TKC_STORE_RELEASE(&tkc_susp_seq, seq + 1u);
   if (tkc_suspend_between(prev_susp, susp) && susp > prev_susp) {
     unsigned i = n % TKC_SUSP_RING;
+    if (n >= TKC_SUSP_RING) { /* the oldest window goes: merged, not forgotten */
+      uint64_t olo = TKC_LOAD_RELAXED(&tkc_susp_lo[i]), ohi = TKC_LOAD_RELAXED(&tkc_susp_hi[i]);
+      uint64_t olen = TKC_LOAD_RELAXED(&tkc_susp_len[i]), sum;
+      if (n > TKC_SUSP_RING) {
+        uint64_t mlo = TKC_LOAD_RELAXED(&tkc_susp_old_lo), mhi = TKC_LOAD_RELAXED(&tkc_susp_old_hi);
+        if (mlo < olo) olo = mlo;
+        if (mhi > ohi) ohi = mhi;
+        sum = TKC_LOAD_RELAXED(&tkc_susp_old_len);
+        olen = sum + olen < sum ? UINT64_MAX : sum + olen;
+      }
+      TKC_STORE_RELEASE(&tkc_susp_old_lo, olo);
+      TKC_STORE_RELEASE(&tkc_susp_old_hi, ohi);
+      TKC_STORE_RELEASE(&tkc_susp_old_len, olen);
+    }
     TKC_STORE_RELEASE(&tkc_susp_lo[i], prev_lo);
     TKC_STORE_RELEASE(&tkc_susp_hi[i], hi);
     TKC_STORE_RELEASE(&tkc_susp_len[i], susp - prev_susp);
@@ -218,6 +239,11 @@ int tkc_suspends_in(uint64_t lo, uint64_t hi, int read_now, uint64_t *slept) {
         found = 1;
         total = tkc_susp_add(total, TKC_LOAD_ACQUIRE(&tkc_susp_len[i]));
       }
+    }
+    if (n > TKC_SUSP_RING && lo < TKC_LOAD_ACQUIRE(&tkc_susp_old_hi) &&
+        hi > TKC_LOAD_ACQUIRE(&tkc_susp_old_lo)) { /* the windows the ring let go */
+      found = 1;
+      total = tkc_susp_add(total, TKC_LOAD_ACQUIRE(&tkc_susp_old_len));
     }
     last_lo = TKC_LOAD_ACQUIRE(&tkc_last_lo);
     last_susp = TKC_LOAD_ACQUIRE(&tkc_last_susp);

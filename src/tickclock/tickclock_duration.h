@@ -29,7 +29,8 @@
  *    suspended, since a counter may have counted it or not (a suspend is
  *    detected by the rate check, or, while a checked counter is read, by
  *    comparing the time suspended now with the last check's; a window
- *    that only overlaps the interval counts too).
+ *    that only overlaps the interval counts too; the oldest windows, once
+ *    eight later ones are kept, count as one whose time is all of theirs).
  * Under the OS clock the duration is what CLOCK_MONOTONIC counts: NTP may
  * slew it against CLOCK_MONOTONIC_RAW (by at most 500 ppm; on a host
  * without NTP by nothing), which the bound does not include. A result that

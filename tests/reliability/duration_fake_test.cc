@@ -266,6 +266,42 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("a suspend stays in an interval's bound however many suspends come after it") {
+  if (fake::no_counter("suspends after an interval")) return;
+  World f;
+  f.start(10);
+  f.run(UINT64_C(100000000));
+  uint64_t t0 = tickclock_now();
+  f.run(UINT64_C(20000000));
+  f.w.suspend(UINT64_C(10000000000));  // 10 s suspended
+  f.run(UINT64_C(100000000));          // the checks see it
+  uint64_t t1 = tickclock_now();
+  tickclock_duration d;
+  REQUIRE(tickclock_duration_get(t0, t1, &d) == TICKCLOCK_OK);
+  CHECK((d.flags & TICKCLOCK_DURATION_SPANS_SUSPEND) != 0);
+  CHECK(d.bound_ns >= UINT64_C(10000000000));
+  // twenty more suspends, each seen by the checks: more than the windows kept
+  for (int k = 0; k < 20; k++) {
+    f.run(UINT64_C(50000000));
+    f.w.suspend(UINT64_C(1000000000));
+    f.run(UINT64_C(50000000));
+  }
+  tickclock_duration again;
+  REQUIRE(tickclock_duration_get(t0, t1, &again) == TICKCLOCK_OK);
+  INFO("bound " << again.bound_ns << " flags " << again.flags);
+  CHECK(again.ns == d.ns);
+  CHECK((again.flags & TICKCLOCK_DURATION_SPANS_SUSPEND) != 0);
+  CHECK(again.bound_ns >= UINT64_C(10000000000));
+  double awake = tsc_ns(t0, t1) - (f.w.counts_in_suspend ? 1e10 : 0);
+  check_within(again, awake);
+  check_within(again, awake + 1e10);
+  // an interval between two of the later suspends carries none of the first
+  uint64_t t2 = tickclock_now();
+  f.run(UINT64_C(10000000));
+  REQUIRE(tickclock_duration_get(t2, tickclock_now(), &again) == TICKCLOCK_OK);
+  CHECK((again.flags & TICKCLOCK_DURATION_SPANS_SUSPEND) == 0);
+}
+
 TEST_CASE("saturation: a value that does not fit says so") {
   World f;
   f.start(0);
