@@ -112,7 +112,8 @@ void tkc_refine_plan(const tickclock_info *fresh, const tickclock_evidence *ev, 
   tkc_rf.on = 0;
   tkc_rf.deferred = 0;
   if (fresh->freq_pending_check) {
-    tkc_pending_ev = *ev;
+    /* its evidence is kept once it is published (tkc_publish_planned): a
+     * decision that fails to publish must not become the live state's */
     memset(&tkc_rf.cal_first, 0, sizeof tkc_rf.cal_first);
     tkc_rf.on = 1;
   } else if ((fresh->freq_method == TICKCLOCK_FREQ_CALIBRATED || cross_checked) && ev->cal.ok &&

@@ -263,7 +263,12 @@ int tkc_publish_planned(const tickclock_info *fresh, const tickclock_info *old,
   int rc;
   tkc_refine_plan(fresh, ev, asked_ms, cross_checked);
   rc = tkc_publish(fresh, old, trust, use_spare, may_alloc, ev);
-  if (rc != TICKCLOCK_OK) *tkc_refine_schedule() = keep; /* nothing changed */
+  if (rc != TICKCLOCK_OK) {
+    *tkc_refine_schedule() = keep; /* nothing changed */
+    return rc;
+  }
+  /* a published rate's cross-check judges it on the evidence it came from */
+  if (fresh->freq_pending_check && ev != tkc_refine_evidence()) *tkc_refine_evidence() = *ev;
   return rc;
 }
 

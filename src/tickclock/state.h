@@ -154,7 +154,9 @@ typedef struct tkc_refine_book {
   uint64_t at;                     /* ... in unit ticks */
 } tkc_refine_book;
 TKC_INTERNAL tkc_refine_book *tkc_refine_schedule(void);
-/* The evidence a published frequency's cross-check decides again from. */
+/* The evidence a published frequency's cross-check decides again from:
+ * the published state's own, written by tkc_publish_planned only once the
+ * state is out (a decision that failed to publish leaves it as it was). */
 TKC_INTERNAL tickclock_evidence *tkc_refine_evidence(void);
 /* Plans what follows the decision fresh (made with ev's calibration,
  * asked_ms: the caller asked for one of its own length; cross_checked: a
