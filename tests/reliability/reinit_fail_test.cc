@@ -32,7 +32,8 @@ TEST_CASE("a re-initialisation that fails for want of memory leaves the live cro
           doctest::test_suite("x86")) {
   if (fake::x86_only("a KVM timing leaf's rate cross-checked")) return;
 #if defined(TCTEST_SANITIZED_ALLOCATOR)
-  tctest::skip("a re-initialisation without memory: a sanitizer's allocator cannot be made to fail");
+  tctest::skip(
+      "a re-initialisation without memory: a sanitizer's allocator cannot be made to fail");
   return;
 #else
   FakeWorld w;
