@@ -2,15 +2,13 @@
 // fed the facts of the hosts met so far: the reasons it gives come from
 // what each host states, it tells an outer hypervisor's CPUID signature
 // from the kernel's own, and it says what the refusal costs.
-#include <dirent.h>
 
-#include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <string>
 
 #include "doctest/doctest.h"
 #include "src/probe/validate.h"
+#include "tests/support/fixture_util.h"
 
 using tickclock_probe::Advice;
 using tickclock_probe::AdviceFacts;
@@ -97,34 +95,19 @@ TEST_CASE("no paravirtual clock (hpet under TCG): no signature judgement, the CP
 }
 
 TEST_CASE("every recorded host that gets the OS clock: the advice reads that host's statements") {
-  const char *srcdir = getenv("TEST_SRCDIR"), *ws = getenv("TEST_WORKSPACE");
-  std::string dir = srcdir && ws ? std::string(srcdir) + "/" + ws + "/tests/fixtures/hosts"
-                                 : std::string("tests/fixtures/hosts");
-  DIR *d = opendir(dir.c_str());
-  REQUIRE(d != nullptr);
   int advised = 0, outer = 0;
-  while (struct dirent *e = readdir(d)) {
-    std::string n = e->d_name;
-    if (n.size() < 7 || n.compare(n.size() - 6, 6, ".cpuid") != 0) continue;
+  for (const std::string &path :
+       tctest::list_cpuid(tctest::runfiles_root() + "/tests/fixtures/hosts")) {
+    std::string n = path.substr(path.rfind('/') + 1), text;
     CAPTURE(n);
-    std::string text;
-    FILE *f = fopen((dir + "/" + n).c_str(), "r");
-    REQUIRE(f != nullptr);
-    char buf[4096];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, got);
-    fclose(f);
-    std::unique_ptr<tickclock_fixture> fx(new tickclock_fixture);
-    char err[200];
-    REQUIRE(tickclock_fixture_parse(text.data(), text.size(), n.c_str(), fx.get(), err,
-                                    sizeof err) == 0);
-    auto meta = [&](const char *k) {
-      const char *v = tickclock_fixture_meta_get(fx.get(), k);
-      return std::string(v ? v : "");
-    };
+    REQUIRE(tctest::read_file(path, &text));
+    tctest::Parsed p = tctest::parse_text(text, n);
+    REQUIRE_MESSAGE(p.bad_line == 0, p.err);
+    const tickclock_fixture *fx = p.fx.get();
+    auto meta = [&](const char *k) { return tctest::meta(fx, k); };
     if (meta("expect.source") != "system" || meta("clocksource").empty()) continue;
     tickclock_x86_facts x;
-    tickclock_x86_decode(tickclock_fixture_cpuid, fx.get(), &x);
+    tickclock_x86_decode(tickclock_fixture_cpuid, (void *)fx, &x);
     AdviceFacts facts;
     facts.clocksource = meta("clocksource");
     facts.available = meta("available_clocksource");
@@ -146,7 +129,6 @@ TEST_CASE("every recorded host that gets the OS clock: the advice reads that hos
     advised++;
     outer += a.outer;
   }
-  closedir(d);
   MESSAGE(advised << " recorded hosts on the OS clock advised, " << outer
                   << " seeing an outer hypervisor's signature");
   CHECK(advised >= 2);

@@ -11,63 +11,39 @@
 // suite that passes on the machine at hand is known to hold on every kind
 // of machine met so far. A new fixture is a new personality: nothing here
 // names one. (The guest lab runs the same suites on real emulated kernels.)
-#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 
-#include <algorithm>
 #include <cmath>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "doctest/doctest.h"
-#include "fixture.h"
 #include "tests/support/fake_platform.h"
+#include "tests/support/fixture_util.h"
 
 namespace {
 
 struct Host {
-  std::string name, text;
-  std::unique_ptr<tickclock_fixture> fx;
-  std::string meta(const char *k) const {
-    const char *v = tickclock_fixture_meta_get(fx.get(), k);
-    return v ? v : "";
-  }
+  std::string name;
+  tctest::Parsed p;
+  std::string meta(const char *k) const { return tctest::meta(p.fx.get(), k); }
+  const tickclock_fixture *fx() const { return p.fx.get(); }
 };
 
-std::string hosts_dir() {
-  const char *srcdir = getenv("TEST_SRCDIR"), *ws = getenv("TEST_WORKSPACE");
-  if (srcdir && ws) return std::string(srcdir) + "/" + ws + "/tests/fixtures/hosts";
-  return "tests/fixtures/hosts";
-}
-
+// Every recorded host, in name order (tests/support/fixture_util.h reads
+// and parses them).
 const std::vector<Host> &hosts() {
   static std::vector<Host> all = [] {
     std::vector<Host> v;
-    std::vector<std::string> names;
-    if (DIR *d = opendir(hosts_dir().c_str())) {
-      while (struct dirent *e = readdir(d)) {
-        std::string n = e->d_name;
-        if (n.size() > 6 && n.compare(n.size() - 6, 6, ".cpuid") == 0) names.push_back(n);
-      }
-      closedir(d);
-    }
-    std::sort(names.begin(), names.end());
-    for (const std::string &n : names) {
+    for (const std::string &path :
+         tctest::list_cpuid(tctest::runfiles_root() + "/tests/fixtures/hosts")) {
       Host h;
-      h.name = n;
-      FILE *f = fopen((hosts_dir() + "/" + n).c_str(), "r");
-      REQUIRE(f != nullptr);
-      char buf[4096];
-      size_t got;
-      while ((got = fread(buf, 1, sizeof buf, f)) > 0) h.text.append(buf, got);
-      fclose(f);
-      h.fx.reset(new tickclock_fixture);
-      char err[200];
-      REQUIRE_MESSAGE(tickclock_fixture_parse(h.text.data(), h.text.size(), n.c_str(), h.fx.get(),
-                                              err, sizeof err) == 0,
-                      err);
+      h.name = path.substr(path.rfind('/') + 1);
+      std::string text;
+      REQUIRE(tctest::read_file(path, &text));
+      h.p = tctest::parse_text(text, h.name);
+      REQUIRE_MESSAGE(h.p.bad_line == 0, h.p.err);
       v.push_back(std::move(h));
     }
     return v;
@@ -88,7 +64,7 @@ struct Personality {
   tickclock_platform p;
   bool traps;  // PR_SET_TSC observed to make RDTSC trap there
   explicit Personality(const Host &host) : h(host) {
-    g_fx = h.fx.get();
+    g_fx = h.fx();
     w.clocksource = h.meta("clocksource");
     w.available = h.meta("available_clocksource");
     if (w.available.empty()) w.available = w.clocksource;
