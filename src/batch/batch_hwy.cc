@@ -15,6 +15,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
+#include <type_traits>
 #include <vector>
 
 #include "batch.h"
@@ -73,17 +74,34 @@ HWY_INLINE VU Mul32(DU d, VU a, VU b) {
 
 // High 64 bits of a*b per lane from four 32x32 products; a_hi and b_hi
 // carry the upper halves in their lower halves (b_hi is loop-invariant).
-// The columns are summed as t1 = hl + (ll >> 32), t2 = lh + lo32(t1):
-// neither can overflow (each is below 2^64 - 2^32 + 2^32).
+// kExact sums the middle column as t1 = hl + (ll >> 32), t2 = lh +
+// lo32(t1): neither can overflow (each is below 2^64 - 2^32 + 2^32), so it
+// is exact for every a. kBounded sums it in one 64-bit lane,
+// s = hl + lh + (ll >> 32), and returns hh + (s >> 32): three operations
+// fewer, exact only where s < 2^64, which the callers establish with
+// BoundedLimit (below) before they choose it. kNone: b == 0 (a whole
+// number of ns per tick, e.g. 1 GHz), no product at all.
+enum class Column { kExact, kBounded, kNone };
+
+template <Column kCol>
 HWY_INLINE VU MulHigh(DU d, VU a, VU a_hi, VU b, VU b_hi) {
-  const VU mask32 = hn::Set(d, 0xFFFFFFFFull);
+  if constexpr (kCol == Column::kNone) {
+    (void)a, (void)a_hi, (void)b, (void)b_hi;
+    return hn::Zero(d);
+  }
   const VU ll = Mul32(d, a, b);
   const VU lh = Mul32(d, a, b_hi);
   const VU hl = Mul32(d, a_hi, b);
   const VU hh = Mul32(d, a_hi, b_hi);
-  const VU t1 = hn::Add(hl, hn::ShiftRight<32>(ll));
-  const VU t2 = hn::Add(lh, hn::And(t1, mask32));
-  return hn::Add(hn::Add(hh, hn::ShiftRight<32>(t1)), hn::ShiftRight<32>(t2));
+  if constexpr (kCol == Column::kBounded) {
+    const VU s = hn::Add(hn::Add(hl, lh), hn::ShiftRight<32>(ll));
+    return hn::Add(hh, hn::ShiftRight<32>(s));
+  } else {
+    const VU mask32 = hn::Set(d, 0xFFFFFFFFull);
+    const VU t1 = hn::Add(hl, hn::ShiftRight<32>(ll));
+    const VU t2 = hn::Add(lh, hn::And(t1, mask32));
+    return hn::Add(hn::Add(hh, hn::ShiftRight<32>(t1)), hn::ShiftRight<32>(t2));
+  }
 }
 
 // The integer part's form, chosen once per call.
@@ -94,12 +112,15 @@ enum class IntForm { kZero, kSmall, kWide };
 // per-call threshold), so no carry or high integer product is needed:
 // kZero: t*f/2^64 < t, nothing to add; kSmall (i < 2^32): t*i mod 2^64 =
 // t_lo*i + (t_hi*i << 32); kWide: t*i mod 2^64 = ll + ((lh + hl) << 32).
+// With kBounded the fraction's product is exact only for t up to
+// BoundedLimit(f); lanes beyond it must be saturated ones (their value is
+// replaced) or the caller must not choose kBounded.
 // Loop-invariant vectors are passed one by one: SVE/RVV vectors are
 // sizeless and cannot be struct members.
-template <IntForm kForm>
+template <IntForm kForm, Column kCol>
 HWY_INLINE VU ScaleWrapped(DU d, VU t, VU f, VU f_hi, VU i, VU i_hi) {
   const VU t_hi = HighHalf(d, t);
-  const VU frac_hi = MulHigh(d, t, t_hi, f, f_hi);
+  const VU frac_hi = MulHigh<kCol>(d, t, t_hi, f, f_hi);
   if constexpr (kForm == IntForm::kZero) {
     (void)i, (void)i_hi;
     return frac_hi;
@@ -112,6 +133,21 @@ HWY_INLINE VU ScaleWrapped(DU d, VU t, VU f, VU f_hi, VU i, VU i_hi) {
     const VU int_lo = hn::Add(Mul32(d, t, i), hn::ShiftLeft<32>(cross));
     return hn::Add(frac_hi, int_lo);
   }
+}
+
+// The largest t for which MulHigh<kBounded>(t, f) is exact: its column
+// s = t_hi*f_lo + t_lo*f_hi + (t_lo*f_lo >> 32) must stay below 2^64. s
+// grows with t_hi and with t_lo, so the worst t_lo is 2^32 - 1 whatever
+// t_hi is: with w = (2^32-1)*f_hi + ((2^32-1)*f_lo >> 32) (below 2^64 - 2^32
+// + 2^32), every t_hi <= (2^64 - 1 - w) / f_lo is safe, and so is every
+// t below (that t_hi + 1) * 2^32. f > 2^63 ties it to 1 - f/2^64 of the
+// range (t_hi*f_lo + t_lo*f_hi reaches about t*f/2^32); below 2^63 it is
+// at least half of it.
+uint64_t BoundedLimit(uint64_t f) {
+  const uint64_t f_lo = f & 0xFFFFFFFFull, f_hi = f >> 32, m = 0xFFFFFFFFull;
+  const uint64_t w = m * f_hi + ((m * f_lo) >> 32);
+  const uint64_t t_hi = f_lo == 0 ? m : (UINT64_MAX - w) / f_lo;
+  return t_hi >= m ? UINT64_MAX : (t_hi << 32) | m;
 }
 
 // The largest t with ticks_to_ns(t) < limit (UINT64_MAX when even
@@ -154,36 +190,102 @@ HWY_INLINE VU Above(DU d, VU t, VU limit_flipped) {
                                                      hn::BitCast(di, limit_flipped))));
 }
 
-template <IntForm kForm>
-HWY_NOINLINE void TicksLoop(const tickclock_conv& c, const uint64_t* in, uint64_t* out, size_t n) {
+// The largest magnitude a delta kernel keeps (larger ones saturate):
+// every magnitude (<= 2^63) without an integer part, since |d|*f/2^64 <
+// 2^63; otherwise the last one that converts below 2^63.
+uint64_t DeltaLast(const tickclock_conv& c) {
+  return c.ns_int == 0 ? 1ull << 63 : LastBelow(c, 1ull << 63);
+}
+
+// Whole vectors of in[x, end) without an integer part (never saturates:
+// t*f/2^64 < t), two at a time.
+template <Column kCol>
+HWY_INLINE void ZeroRun(DU d, const uint64_t* in, uint64_t* out, size_t x, size_t end, VU f,
+                        VU f_hi) {
+  const size_t N = hn::Lanes(d);
+  for (; x + 2 * N <= end; x += 2 * N) {
+    const VU a = hn::LoadU(d, in + x), b = hn::LoadU(d, in + x + N);
+    hn::StoreU(MulHigh<kCol>(d, a, HighHalf(d, a), f, f_hi), d, out + x);
+    hn::StoreU(MulHigh<kCol>(d, b, HighHalf(d, b), f, f_hi), d, out + x + N);
+  }
+  for (; x + N <= end; x += N) {
+    const VU a = hn::LoadU(d, in + x);
+    hn::StoreU(MulHigh<kCol>(d, a, HighHalf(d, a), f, f_hi), d, out + x);
+  }
+}
+
+HWY_INLINE void StoreBounded(DU d, VU t, VU f, VU f_hi, uint64_t* out) {
+  hn::StoreU(MulHigh<Column::kBounded>(d, t, HighHalf(d, t), f, f_hi), d, out);
+}
+
+// Ticks without an integer part (f > 1 GHz): t*f/2^64 < t never saturates.
+HWY_NOINLINE void TicksZero(const tickclock_conv& c, const uint64_t* in, uint64_t* out, size_t n) {
+  const DU d;
+  const size_t N = hn::Lanes(d);
+  const VU f = hn::Set(d, c.ns_frac), f_hi = hn::Set(d, c.ns_frac >> 32);
+  size_t x = 0;
+  const uint64_t lim = BoundedLimit(c.ns_frac);
+  const size_t whole = n - n % N;
+  if (lim == UINT64_MAX) {
+    ZeroRun<Column::kBounded>(d, in, out, 0, whole, f, f_hi);
+  } else {
+    // t < 2^k with 2^k <= lim + 1 is within the limit: a block whose OR
+    // has no bit at or above k takes the bounded column. lim + 1 is a
+    // multiple of 2^32, so k >= 32.
+    const uint64_t pow = 1ull << (63 - __builtin_clzll(lim + 1));
+    const VU high = hn::Set(d, ~(pow - 1));
+    // eight vectors at a time, held in registers: checked, then converted
+    // from the registers (nothing is stored before the check, so out ==
+    // in is safe); a block that fails takes the exact column
+    for (; x + 8 * N <= whole; x += 8 * N) {
+      const VU v0 = hn::LoadU(d, in + x), v1 = hn::LoadU(d, in + x + N);
+      const VU v2 = hn::LoadU(d, in + x + 2 * N), v3 = hn::LoadU(d, in + x + 3 * N);
+      const VU v4 = hn::LoadU(d, in + x + 4 * N), v5 = hn::LoadU(d, in + x + 5 * N);
+      const VU v6 = hn::LoadU(d, in + x + 6 * N), v7 = hn::LoadU(d, in + x + 7 * N);
+      const VU any =
+          hn::Or(hn::Or(hn::Or(v0, v1), hn::Or(v2, v3)), hn::Or(hn::Or(v4, v5), hn::Or(v6, v7)));
+      if (HWY_LIKELY(hn::AllTrue(d, hn::Eq(hn::And(any, high), hn::Zero(d))))) {
+        StoreBounded(d, v0, f, f_hi, out + x);
+        StoreBounded(d, v1, f, f_hi, out + x + N);
+        StoreBounded(d, v2, f, f_hi, out + x + 2 * N);
+        StoreBounded(d, v3, f, f_hi, out + x + 3 * N);
+        StoreBounded(d, v4, f, f_hi, out + x + 4 * N);
+        StoreBounded(d, v5, f, f_hi, out + x + 5 * N);
+        StoreBounded(d, v6, f, f_hi, out + x + 6 * N);
+        StoreBounded(d, v7, f, f_hi, out + x + 7 * N);
+      } else {
+        ZeroRun<Column::kExact>(d, in, out, x, x + 8 * N, f, f_hi);
+      }
+    }
+    ZeroRun<Column::kExact>(d, in, out, x, whole, f, f_hi);
+  }
+  x = whole;
+  for (; x < n; ++x) out[x] = tickclock_conv_ticks_to_ns(&c, in[x]);
+}
+
+// Ticks with an integer part (f <= 1 GHz): one compare per vector sets
+// the lanes above the last unsaturated t to all-ones, whatever the column
+// made of them.
+template <IntForm kForm, Column kCol>
+HWY_NOINLINE void TicksLoop(const tickclock_conv& c, const uint64_t* in, uint64_t* out, size_t n,
+                            uint64_t last_kept) {
   const DU d;
   const size_t N = hn::Lanes(d);
   const VU f = hn::Set(d, c.ns_frac), f_hi = hn::Set(d, c.ns_frac >> 32);
   const VU i = hn::Set(d, c.ns_int), i_hi = hn::Set(d, c.ns_int >> 32);
+  const VU last = hn::Set(d, last_kept ^ (1ull << 63));
   size_t x = 0;
-  if constexpr (kForm == IntForm::kZero) {
-    // t*f/2^64 < t: never saturates
-    for (; x + 2 * N <= n; x += 2 * N) {
-      const VU a = hn::LoadU(d, in + x), b = hn::LoadU(d, in + x + N);
-      hn::StoreU(ScaleWrapped<kForm>(d, a, f, f_hi, i, i_hi), d, out + x);
-      hn::StoreU(ScaleWrapped<kForm>(d, b, f, f_hi, i, i_hi), d, out + x + N);
-    }
-    for (; x + N <= n; x += N)
-      hn::StoreU(ScaleWrapped<kForm>(d, hn::LoadU(d, in + x), f, f_hi, i, i_hi), d, out + x);
-  } else {
-    // one compare per vector: lanes above the last unsaturated t -> all-ones
-    const VU last = hn::Set(d, LastBelow(c, UINT64_MAX) ^ (1ull << 63));
-    for (; x + N <= n; x += N) {
-      const VU t = hn::LoadU(d, in + x);
-      hn::StoreU(hn::Or(ScaleWrapped<kForm>(d, t, f, f_hi, i, i_hi), Above(d, t, last)), d,
-                 out + x);
-    }
+  for (; x + N <= n; x += N) {
+    const VU t = hn::LoadU(d, in + x);
+    hn::StoreU(hn::Or(ScaleWrapped<kForm, kCol>(d, t, f, f_hi, i, i_hi), Above(d, t, last)), d,
+               out + x);
   }
   for (; x < n; ++x) out[x] = tickclock_conv_ticks_to_ns(&c, in[x]);
 }
 
-template <IntForm kForm>
-HWY_NOINLINE void DeltasLoop(const tickclock_conv& c, const int64_t* in, int64_t* out, size_t n) {
+template <IntForm kForm, Column kCol>
+HWY_NOINLINE void DeltasLoop(const tickclock_conv& c, const int64_t* in, int64_t* out, size_t n,
+                             uint64_t last_kept) {
   const DU d;
   const hn::RebindToSigned<DU> di;
   const size_t N = hn::Lanes(d);
@@ -193,14 +295,13 @@ HWY_NOINLINE void DeltasLoop(const tickclock_conv& c, const int64_t* in, int64_t
   // |d| <= 2^63. Without an integer part |d|*f/2^64 < 2^63 fits int64;
   // otherwise both signs saturate exactly where the magnitude converts
   // to 2^63 or more (-2^63 is INT64_MIN itself): one threshold.
-  const VU last =
-      hn::Set(d, (kForm == IntForm::kZero ? UINT64_MAX : LastBelow(c, 1ull << 63)) ^ (1ull << 63));
+  const VU last = hn::Set(d, last_kept ^ (1ull << 63));
   size_t x = 0;
   for (; x + N <= n; x += N) {
     const auto v = hn::LoadU(di, in + x);
     const VU s = hn::BitCast(d, hn::BroadcastSignBit(v));      // all-ones if negative
     const VU mag = hn::Sub(hn::Xor(hn::BitCast(d, v), s), s);  // |v|, 2^63 for INT64_MIN
-    VU r = ScaleWrapped<kForm>(d, mag, f, f_hi, i, i_hi);
+    VU r = ScaleWrapped<kForm, kCol>(d, mag, f, f_hi, i, i_hi);
     if constexpr (kForm != IntForm::kZero) {
       // saturated lanes: 2^63 - 1, or 2^63 where negative (negated below)
       r = hn::IfThenElse(hn::MaskFromVec(Above(d, mag, last)), hn::Xor(int64_max, s), r);
@@ -210,16 +311,43 @@ HWY_NOINLINE void DeltasLoop(const tickclock_conv& c, const int64_t* in, int64_t
   for (; x < n; ++x) out[x] = tickclock_conv_delta_to_ns(&c, in[x]);
 }
 
+// The column for a call: none without a fraction; the bounded one when
+// every lane whose value is kept is within BoundedLimit (lanes above the
+// saturation threshold are replaced, so that threshold is the bound); the
+// exact one otherwise. Ticks without an integer part never saturate:
+// TicksZero checks them block by block instead.
+template <typename Loop>
+void WithColumn(const tickclock_conv& c, uint64_t last_kept, Loop loop) {
+  if (c.ns_frac == 0) return loop(std::integral_constant<Column, Column::kNone>());
+  if (last_kept <= BoundedLimit(c.ns_frac))
+    return loop(std::integral_constant<Column, Column::kBounded>());
+  return loop(std::integral_constant<Column, Column::kExact>());
+}
+
+template <IntForm kForm>
+void TicksForm(const tickclock_conv& c, const uint64_t* in, uint64_t* out, size_t n) {
+  const uint64_t last = LastBelow(c, UINT64_MAX);
+  WithColumn(c, last,
+             [&](auto col) { TicksLoop<kForm, decltype(col)::value>(c, in, out, n, last); });
+}
+
+template <IntForm kForm>
+void DeltasForm(const tickclock_conv& c, const int64_t* in, int64_t* out, size_t n) {
+  const uint64_t last = DeltaLast(c);
+  WithColumn(c, last,
+             [&](auto col) { DeltasLoop<kForm, decltype(col)::value>(c, in, out, n, last); });
+}
+
 void TicksToNsImpl(const tickclock_conv& c, const uint64_t* in, uint64_t* out, size_t n) {
-  if (c.ns_int == 0) return TicksLoop<IntForm::kZero>(c, in, out, n);
-  if ((c.ns_int >> 32) == 0) return TicksLoop<IntForm::kSmall>(c, in, out, n);
-  return TicksLoop<IntForm::kWide>(c, in, out, n);
+  if (c.ns_int == 0) return TicksZero(c, in, out, n);
+  if ((c.ns_int >> 32) == 0) return TicksForm<IntForm::kSmall>(c, in, out, n);
+  return TicksForm<IntForm::kWide>(c, in, out, n);
 }
 
 void DeltasToNsImpl(const tickclock_conv& c, const int64_t* in, int64_t* out, size_t n) {
-  if (c.ns_int == 0) return DeltasLoop<IntForm::kZero>(c, in, out, n);
-  if ((c.ns_int >> 32) == 0) return DeltasLoop<IntForm::kSmall>(c, in, out, n);
-  return DeltasLoop<IntForm::kWide>(c, in, out, n);
+  if (c.ns_int == 0) return DeltasForm<IntForm::kZero>(c, in, out, n);
+  if ((c.ns_int >> 32) == 0) return DeltasForm<IntForm::kSmall>(c, in, out, n);
+  return DeltasForm<IntForm::kWide>(c, in, out, n);
 }
 
 // The histogram's cost is the scatter (++hist[b]), which no SIMD target
