@@ -62,7 +62,9 @@ std::vector<tickclock_conv> Convs() {
       {24000000, 1},    {25000000, 1},     {50000000, 1},      {62500000, 1},   {100000000, 1},
       {512000000, 1},   {999999999, 1},    {1000000000, 1},    {1000000001, 1}, {2100000000, 1},
       {2095999000, 1},  {3000000000, 7},   {2899999999, 1},    {3700000000, 1}, {5000000000, 1},
-      {10000000000, 3}, {100000000000, 1}, {1000000000000, 1}, {7, 3},          {123456789012, 7}};
+      {10000000000, 3}, {100000000000, 1}, {1000000000000, 1}, {7, 3},          {123456789012, 7},
+      {2600000000, 1},  {1500000000, 1},   {1200000000, 1},    {1999999999, 1}, {2000000001, 1},
+      {600000000, 1},   {500000001, 1}};
   std::vector<tickclock_conv> v;
   for (auto& h : hz) {
     tickclock_conv c;
@@ -105,6 +107,34 @@ uint64_t Int64SaturationPoint(const tickclock_conv& c) {
     (tickclock_conv_ticks_to_ns(&c, mid) >= lim ? hi : lo) = mid;
   }
   return hi;
+}
+
+// Where the kernels' cheaper product column stops being exact, found here
+// by its own means: the column sums t_hi*f_lo + t_lo*f_hi + (t_lo*f_lo >>
+// 32) in one 64-bit lane, so it is exact for t exactly when that sum stays
+// below 2^64. Returns the largest t_hi for which it does with the worst
+// t_lo (2^32 - 1; the sum grows with t_lo), by bisection, with the
+// overflow detected by carries (no 128-bit type needed).
+bool ColumnFits(uint64_t f, uint64_t t_hi, uint64_t t_lo) {
+  const uint64_t f_lo = f & 0xFFFFFFFFull, f_hi = f >> 32;
+  const uint64_t a = t_hi * f_lo, b = t_lo * f_hi, c = (t_lo * f_lo) >> 32;
+  const uint64_t ab = a + b;
+  if (ab < a) return false;
+  return ab + c >= ab;
+}
+
+// Largest t_hi whose every t_lo fits (t_hi <= 2^32 - 1), or -1 if none.
+int64_t LastFittingHigh(uint64_t f) {
+  const uint64_t m = 0xFFFFFFFFull;
+  if (!ColumnFits(f, 0, m)) return -1;
+  uint64_t lo = 0, hi = m + 1;  // fits(lo), !fits(hi) (hi = 2^32: none)
+  if (ColumnFits(f, m, m)) return (int64_t)m;
+  hi = m;
+  while (hi - lo > 1) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    (ColumnFits(f, mid, m) ? lo : hi) = mid;
+  }
+  return (int64_t)lo;
 }
 
 std::vector<uint64_t> Inputs(const tickclock_conv& c, Rng& rng) {
@@ -220,6 +250,75 @@ TEST_CASE("batch kernels are bit-identical to the scalar conversion on every tar
       }
     }
   }
+  ResetTargets();
+}
+
+// The kernels take a cheaper product column wherever a per-conversion
+// bound proves it exact, and check blocks of ticks against that bound
+// when nothing else limits them. These inputs sit on both sides of the
+// bound with the worst low half, as whole blocks and as one lane beyond
+// the bound among lanes within it, at every position of a 64-element block
+// (eight vectors of AVX-512; two such blocks of AVX2), and as deltas of
+// both signs.
+TEST_CASE("batch kernels stay exact on both sides of the cheaper column's bound") {
+  auto targets = TargetsToTest();
+  const uint64_t m = 0xFFFFFFFFull;
+  size_t fitting_convs = 0, bounded_convs = 0;
+  for (auto& t : targets) {
+    ForceTarget(t.second);
+    INFO("target " << t.first);
+    for (const tickclock_conv& c : Convs()) {
+      INFO("ns_int " << c.ns_int << " ns_frac " << c.ns_frac);
+      const int64_t h = LastFittingHigh(c.ns_frac);
+      if (h == (int64_t)m) {
+        ++fitting_convs;  // every t fits: nothing beyond the bound
+        continue;
+      }
+      ++bounded_convs;
+      // the last t whose every smaller t fits, the first that does not
+      const uint64_t inside = h < 0 ? 0 : ((uint64_t)h << 32) | m;
+      const uint64_t beyond = ((uint64_t)(h + 1) << 32) | m;
+      REQUIRE(!ColumnFits(c.ns_frac, beyond >> 32, beyond & m));
+      std::vector<std::vector<uint64_t>> cases;
+      cases.push_back(std::vector<uint64_t>(256, inside));
+      cases.push_back(std::vector<uint64_t>(256, beyond));
+      cases.push_back(std::vector<uint64_t>(256, UINT64_MAX));
+      std::vector<uint64_t> below(256);
+      for (size_t k = 0; k < below.size(); ++k) below[k] = inside - k * 977;
+      cases.push_back(below);
+      // one lane beyond among lanes within the bound: inside itself, and
+      // half of it (below every power of two a check by bit width can use)
+      for (uint64_t base : {inside, inside >> 1}) {
+        for (size_t pos = 0; pos < 64; ++pos) {
+          std::vector<uint64_t> one(64 + 3);
+          for (size_t k = 0; k < one.size(); ++k) one[k] = base - k;
+          one[pos] = beyond;
+          cases.push_back(one);
+        }
+      }
+      for (const auto& in : cases) {
+        std::vector<uint64_t> want(in.size()), got(in.size()), inplace = in;
+        tb::scalar::TicksToNs(c, in.data(), want.data(), in.size());
+        tb::TicksToNs(c, in.data(), got.data(), in.size());
+        REQUIRE(got == want);
+        tb::TicksToNs(c, inplace.data(), inplace.data(), inplace.size());
+        REQUIRE(inplace == want);
+      }
+      // deltas: magnitudes at the bound, both signs, within int64
+      std::vector<int64_t> din;
+      for (uint64_t mag : {inside, beyond, inside - 1, beyond + 1}) {
+        if (mag > (1ull << 63)) continue;
+        for (int k = 0; k < 40; ++k) din.push_back(k % 2 ? (int64_t)(0 - mag) : (int64_t)mag);
+      }
+      std::vector<int64_t> dwant(din.size()), dgot(din.size());
+      tb::scalar::DeltasToNs(c, din.data(), dwant.data(), din.size());
+      tb::DeltasToNs(c, din.data(), dgot.data(), din.size());
+      REQUIRE(dgot == dwant);
+    }
+  }
+  // the conversions above reach both kinds: bound-free and bounded ones
+  CHECK(fitting_convs > 0);
+  CHECK(bounded_convs > 0);
   ResetTargets();
 }
 

@@ -277,12 +277,16 @@ CONV_SET(BM_conv_double, "double")
 constexpr size_t kBatchN = 4096;
 
 struct BatchData {
-  tickclock_conv c21, c24;  // 2.1 GHz (ns_int = 0) and 24 MHz (ns_int = 41)
+  // 2.1 GHz (ns_int = 0), 24 MHz (ns_int = 41), 2.6 GHz (ns_int = 0) and
+  // 1 GHz (ns_int = 1, ns_frac = 0: Armv8.6's fixed counter rate)
+  tickclock_conv c21, c24, c26, c1g;
   std::vector<uint64_t> ticks, sorted, durations;
   std::vector<int64_t> deltas;
   BatchData() : ticks(kBatchN), sorted(kBatchN), durations(kBatchN), deltas(kBatchN) {
     tickclock_conv_init(&c21, g_hz, 1);
     tickclock_conv_init(&c24, 24000000, 1);
+    tickclock_conv_init(&c26, 2600000000u, 1);
+    tickclock_conv_init(&c1g, 1000000000, 1);
     uint64_t x = 0x2545F4914F6CDD1Du, acc = 1ull << 50;
     for (size_t i = 0; i < kBatchN; ++i) {
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -299,9 +303,44 @@ BatchData& Data() {
   return d;
 }
 
-enum Kernel { kTicks21, kTicks24, kDeltas, kHist, kMono };
-const char* const kKernelNames[] = {"ticks_to_ns", "ticks_to_ns_24mhz", "deltas_to_ns",
-                                    "log2_histogram", "first_decrease"};
+enum Kernel {
+  kTicks21,
+  kTicks24,
+  kDeltas,
+  kHist,
+  kMono,
+  kTicks26,
+  kTicks1g,
+  kDeltas24,
+  kDeltas26,
+  kDeltas1g,
+  kLastKernel = kDeltas1g
+};
+const char* const kKernelNames[] = {
+    "ticks_to_ns",          "ticks_to_ns_24mhz",   "deltas_to_ns",     "log2_histogram",
+    "first_decrease",       "ticks_to_ns_2600mhz", "ticks_to_ns_1ghz", "deltas_to_ns_24mhz",
+    "deltas_to_ns_2600mhz", "deltas_to_ns_1ghz"};
+
+// The converter and kind of input of each conversion kernel (nullptr:
+// not a conversion).
+const tickclock_conv* KernelConv(const BatchData& d, Kernel k) {
+  switch (k) {
+    case kTicks21:
+    case kDeltas:
+      return &d.c21;
+    case kTicks24:
+    case kDeltas24:
+      return &d.c24;
+    case kTicks26:
+    case kDeltas26:
+      return &d.c26;
+    case kTicks1g:
+    case kDeltas1g:
+      return &d.c1g;
+    default:
+      return nullptr;
+  }
+}
 
 void BatchLoop(benchmark::State& st, Kernel k, bool use_scalar, int64_t target) {
   BatchData& d = Data();
@@ -314,21 +353,23 @@ void BatchLoop(benchmark::State& st, Kernel k, bool use_scalar, int64_t target) 
   std::vector<int64_t> dout(kBatchN);
   uint64_t hist[tickclock::batch::kHistBuckets] = {};
   namespace tb = tickclock::batch;
+  const tickclock_conv* conv = KernelConv(d, k);
   for (auto _ : st) {
     switch (k) {
       case kTicks21:
-        use_scalar ? tb::scalar::TicksToNs(d.c21, d.ticks.data(), out.data(), kBatchN)
-                   : tb::TicksToNs(d.c21, d.ticks.data(), out.data(), kBatchN);
-        benchmark::DoNotOptimize(out.data());
-        break;
       case kTicks24:
-        use_scalar ? tb::scalar::TicksToNs(d.c24, d.ticks.data(), out.data(), kBatchN)
-                   : tb::TicksToNs(d.c24, d.ticks.data(), out.data(), kBatchN);
+      case kTicks26:
+      case kTicks1g:
+        use_scalar ? tb::scalar::TicksToNs(*conv, d.ticks.data(), out.data(), kBatchN)
+                   : tb::TicksToNs(*conv, d.ticks.data(), out.data(), kBatchN);
         benchmark::DoNotOptimize(out.data());
         break;
       case kDeltas:
-        use_scalar ? tb::scalar::DeltasToNs(d.c21, d.deltas.data(), dout.data(), kBatchN)
-                   : tb::DeltasToNs(d.c21, d.deltas.data(), dout.data(), kBatchN);
+      case kDeltas24:
+      case kDeltas26:
+      case kDeltas1g:
+        use_scalar ? tb::scalar::DeltasToNs(*conv, d.deltas.data(), dout.data(), kBatchN)
+                   : tb::DeltasToNs(*conv, d.deltas.data(), dout.data(), kBatchN);
         benchmark::DoNotOptimize(dout.data());
         break;
       case kHist:
@@ -354,7 +395,7 @@ void BatchLoop(benchmark::State& st, Kernel k, bool use_scalar, int64_t target) 
 
 std::string RegisterBatch() {
   std::string names;
-  for (int k = kTicks21; k <= kMono; ++k) {
+  for (int k = kTicks21; k <= kLastKernel; ++k) {
     std::string base = std::string("BM_batch/") + kKernelNames[k] + "/";
     benchmark::RegisterBenchmark((base + "scalar").c_str(), BatchLoop, (Kernel)k, true, (int64_t)0);
     for (int64_t m = hwy::SupportedTargets() & HWY_TARGETS; m != 0; m &= m - 1) {
