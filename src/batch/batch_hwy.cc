@@ -302,11 +302,16 @@ HWY_NOINLINE void DeltasLoop(const tickclock_conv& c, const int64_t* in, int64_t
     const VU s = hn::BitCast(d, hn::BroadcastSignBit(v));      // all-ones if negative
     const VU mag = hn::Sub(hn::Xor(hn::BitCast(d, v), s), s);  // |v|, 2^63 for INT64_MIN
     VU r = ScaleWrapped<kForm, kCol>(d, mag, f, f_hi, i, i_hi);
+    VU plus_one = s;  // the +1 of the two's-complement negation, negative lanes
     if constexpr (kForm != IntForm::kZero) {
-      // saturated lanes: 2^63 - 1, or 2^63 where negative (negated below)
-      r = hn::IfThenElse(hn::MaskFromVec(Above(d, mag, last)), hn::Xor(int64_max, s), r);
+      // saturated lanes become 2^63 - 1 (kept lanes convert below 2^63: the
+      // mask leaves them alone); where negative they skip the +1, which
+      // makes ~(2^63 - 1) = INT64_MIN
+      const VU sat = Above(d, mag, last);
+      r = hn::And(hn::Or(r, sat), int64_max);
+      plus_one = hn::AndNot(sat, s);
     }
-    hn::StoreU(hn::BitCast(di, hn::Sub(hn::Xor(r, s), s)), di, out + x);
+    hn::StoreU(hn::BitCast(di, hn::Sub(hn::Xor(r, s), plus_one)), di, out + x);
   }
   for (; x < n; ++x) out[x] = tickclock_conv_delta_to_ns(&c, in[x]);
 }
