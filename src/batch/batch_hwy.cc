@@ -1,4 +1,5 @@
-// Highway versions of the batch kernels, compiled once per target
+// Highway versions of the conversion kernels (the scans are in
+// batch_scan_hwy.cc), compiled once per target
 // (foreach_target.h) and chosen at run time with HWY_DYNAMIC_DISPATCH.
 //
 // Bit identity with tickclock_conv_ticks_to_ns (tickclock.h):
@@ -44,10 +45,6 @@ void TicksToNsImpl(const tickclock_conv& c, const uint64_t* in, uint64_t* out, s
 void DeltasToNsImpl(const tickclock_conv& c, const int64_t* in, int64_t* out, size_t n) {
   scalar::DeltasToNs(c, in, out, n);
 }
-void Log2HistogramImpl(const uint64_t* in, size_t n, uint64_t* hist) {
-  scalar::Log2Histogram(in, n, hist);
-}
-size_t FirstDecreaseImpl(const uint64_t* a, size_t n) { return scalar::FirstDecrease(a, n); }
 #else
 using DU = hn::ScalableTag<uint64_t>;
 using VU = hn::Vec<DU>;
@@ -355,40 +352,6 @@ void DeltasToNsImpl(const tickclock_conv& c, const int64_t* in, int64_t* out, si
   return DeltasForm<IntForm::kWide>(c, in, out, n);
 }
 
-// The histogram's cost is the scatter (++hist[b]), which no SIMD target
-// here can vectorise without conflict detection; computing the buckets with
-// a vector bit-width and storing them for the scatter measured slower than the
-// per-element LZCNT/BSR this target's attributes allow (a 6-step binary
-// search of shifts, compares and blends per vector, then a store and N
-// scalar increments: 1.2-1.6 ns/element vs 0.5 for this loop, AVX2 and
-// AVX3 alike). So: scalar bucket, four interleaved sub-histograms so that
-// runs of one bucket do not serialise on a store-to-load dependency.
-void Log2HistogramImpl(const uint64_t* in, size_t n, uint64_t* hist) {
-  uint64_t sub[4][kHistBuckets] = {};
-  size_t x = 0;
-  for (; x + 4 <= n; x += 4) {
-    ++sub[0][scalar::Bucket(in[x])];
-    ++sub[1][scalar::Bucket(in[x + 1])];
-    ++sub[2][scalar::Bucket(in[x + 2])];
-    ++sub[3][scalar::Bucket(in[x + 3])];
-  }
-  for (; x < n; ++x) ++sub[0][scalar::Bucket(in[x])];
-  for (int b = 0; b < kHistBuckets; ++b) hist[b] += sub[0][b] + sub[1][b] + sub[2][b] + sub[3][b];
-}
-
-size_t FirstDecreaseImpl(const uint64_t* a, size_t n) {
-  const DU d;
-  const size_t N = hn::Lanes(d);
-  size_t i = 0;
-  for (; i + N + 1 <= n; i += N) {  // compares a[i..i+N) with a[i+1..i+N+1)
-    const auto m = hn::Lt(hn::LoadU(d, a + i + 1), hn::LoadU(d, a + i));
-    if (!hn::AllFalse(d, m)) return i + (size_t)hn::FindFirstTrue(d, m);
-  }
-  for (; i + 1 < n; ++i)
-    if (a[i + 1] < a[i]) return i;
-  return n;
-}
-
 #endif  // HWY_TARGET == HWY_SCALAR || TICKCLOCK_BATCH_PLAIN
 
 const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
@@ -405,8 +368,6 @@ namespace batch {
 
 HWY_EXPORT(TicksToNsImpl);
 HWY_EXPORT(DeltasToNsImpl);
-HWY_EXPORT(Log2HistogramImpl);
-HWY_EXPORT(FirstDecreaseImpl);
 HWY_EXPORT(TargetNameImpl);
 
 void TicksToNs(const tickclock_conv& c, const uint64_t* in, uint64_t* out, size_t n) {
@@ -414,12 +375,6 @@ void TicksToNs(const tickclock_conv& c, const uint64_t* in, uint64_t* out, size_
 }
 void DeltasToNs(const tickclock_conv& c, const int64_t* in, int64_t* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(DeltasToNsImpl)(c, in, out, n);
-}
-void Log2Histogram(const uint64_t* in, size_t n, uint64_t hist[kHistBuckets]) {
-  HWY_DYNAMIC_DISPATCH(Log2HistogramImpl)(in, n, hist);
-}
-size_t FirstDecrease(const uint64_t* a, size_t n) {
-  return HWY_DYNAMIC_DISPATCH(FirstDecreaseImpl)(a, n);
 }
 const char* ActiveTarget() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)(); }
 
