@@ -269,7 +269,9 @@ CONV_SET(BM_conv_tickclock, "tickclock")
 CONV_SET(BM_conv_pg, "pg19")
 CONV_SET(BM_conv_double, "double")
 
-// ---- batch kernels: 4096 elements (L1-resident), per element ------------------
+// ---- batch kernels: 4096 elements, per element ---------------------------------
+// Input and output are 32 KiB each: L1-resident only where L1D holds 64 KiB
+// (on a 48 KiB L1D they stream from L2).
 // "scalar" is the plain loop over the inline tickclock_conv functions
 // (tickclock::batch::scalar); "hwy_<TARGET>" forces one Highway target with
 // SetSupportedTargetsForTest. Registered in main() for every target
