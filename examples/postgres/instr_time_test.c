@@ -45,7 +45,8 @@ static void sampled_timing(void)
 	char		buf[32];
 	tickclock_sampler smp, zeroed;
 	instr_sample_sum s, half, sum;
-	double		p = 0.25, d_ns = 100.0, b_ns = 3.0, want_var, want_err;
+	tickclock_estimate e;
+	double		p = 0.25, b_ns = 3.0, truth = 0.0, want_half, want_err;
 	uint64		timed = 0;
 	int			i, n = 10000;
 
@@ -80,18 +81,22 @@ static void sampled_timing(void)
 	 * decided: nothing sampled, the time exact. */
 	memset(&zeroed, 0, sizeof(zeroed));
 	instr_sample_sum_of(&zeroed, &s);
-	CHECK(s.total == 0 && s.var == 0 && s.bound == 0 && s.ncalls == 0 && s.ntimed == 0, "zeroed sampler");
+	CHECK(s.total == 0 && s.half2 == 0 && s.bound == 0 && s.ncalls == 0 && s.ntimed == 0 && s.nfew == 0,
+		  "zeroed sampler");
 	CHECK(instr_sample_error(&s) == 0.0, "zeroed sampler's error %g", instr_sample_error(&s));
 	CHECK(tickclock_sampler_init(&smp, p, 42) == TICKCLOCK_OK, "sampler init");
 	instr_sample_sum_of(&smp, &s);
 	CHECK(s.ncalls == 0 && instr_sample_error(&s) == 0.0, "no call decided: %g calls", s.ncalls);
 
-	/* n calls of d_ns each (bound b_ns), a quarter timed: the estimate is
-	 * the timed sum / p, in seconds; its variance (1 - p) / p^2 * the sum of
-	 * squares, in s^2; its bound the bounds' sum / p; the error 1.96
-	 * standard deviations plus the bound. */
+	/* n calls of 100 to 160 ns (systematic bound b_ns), a quarter timed:
+	 * the estimate is the sampler's (calls times the timed mean), in
+	 * seconds; its bound the bounds' mean times the calls; its error the
+	 * wider side of the sampler's skew-corrected interval. */
 	for (i = 0; i < n; i++)
 	{
+		double		d_ns = 100.0 + 10.0 * (i % 7);
+
+		truth += d_ns;
 		if (tickclock_sampler_should_time(&smp))
 		{
 			tickclock_sampler_add(&smp, d_ns, b_ns);
@@ -101,31 +106,46 @@ static void sampled_timing(void)
 			instr_sample_sum_of(&smp, &half);
 	}
 	instr_sample_sum_of(&smp, &s);
+	tickclock_sampler_estimate(&smp, &e);
 	CHECK(s.ncalls == n && s.ntimed == (double) timed, "%g calls, %g timed (%llu)", s.ncalls, s.ntimed,
 		  (unsigned long long) timed);
 	CHECK(timed > n * p * 0.9 && timed < n * p * 1.1, "%llu of %d calls timed at rate %g",
 		  (unsigned long long) timed, n, p);
-	CHECK(near(s.total, timed * d_ns / p / 1e9), "estimate %.9g s, want %.9g s", s.total, timed * d_ns / p / 1e9);
-	want_var = (1 - p) / (p * p) * timed * d_ns * d_ns / 1e18;
-	CHECK(near(s.var, want_var), "variance %.9g s^2, want %.9g", s.var, want_var);
-	CHECK(near(s.bound, timed * b_ns / p / 1e9), "bound %.9g s, want %.9g", s.bound, timed * b_ns / p / 1e9);
-	want_err = 1.96 * sqrt(want_var) + timed * b_ns / p / 1e9;
-	CHECK(near(instr_sample_error(&s), want_err), "error %.9g s, want %.9g", instr_sample_error(&s), want_err);
-	/* the interval holds the true total (n * d_ns) for this seed */
-	CHECK(fabs(s.total - n * d_ns / 1e9) <= instr_sample_error(&s), "estimate %.9g s +/- %.9g, true %.9g s",
-		  s.total, instr_sample_error(&s), n * d_ns / 1e9);
+	CHECK(near(s.total, e.total_ns / 1e9), "estimate %.9g s, want %.9g s", s.total, e.total_ns / 1e9);
+	CHECK(near(s.bound, n * b_ns / 1e9), "bound %.9g s, want %.9g", s.bound, n * b_ns / 1e9);
+	want_err = fmax(e.hi_ns - e.total_ns, e.total_ns - e.lo_ns) / 1e9;
+	CHECK(fabs(instr_sample_error(&s) - want_err) <= 1e-12 * want_err, "error %.9g s, want %.9g",
+		  instr_sample_error(&s), want_err);
+	want_half = want_err - n * b_ns / 1e9;
+	CHECK(fabs(sqrt(s.half2) - want_half) <= 1e-9 * want_err && want_half > 0, "random half-width %.9g s, want %.9g",
+		  sqrt(s.half2), want_half);
+	CHECK(s.nfew == 0 && !(e.flags & TICKCLOCK_ESTIMATE_TOO_FEW), "%g samples flagged too few", s.nfew);
+	/* the interval holds the true total for this seed */
+	CHECK(fabs(s.total - truth / 1e9) <= instr_sample_error(&s), "estimate %.9g s +/- %.9g, true %.9g s",
+		  s.total, instr_sample_error(&s), truth / 1e9);
 
-	/* Parallel workers: sums of independent samples add, and so do their
-	 * variances (the error of a sum is not the sum of the errors). */
+	/* Parallel workers: sums of independent samples add, their random
+	 * half-widths in quadrature (the error of a sum is not the sum of the
+	 * errors), their systematic bounds as they are. */
 	sum = half;
 	instr_sample_sum_add(&sum, &s);
-	CHECK(near(sum.total, half.total + s.total) && near(sum.var, half.var + s.var) &&
+	CHECK(near(sum.total, half.total + s.total) && near(sum.half2, half.half2 + s.half2) &&
 		  near(sum.bound, half.bound + s.bound) && sum.ncalls == half.ncalls + s.ncalls &&
-		  sum.ntimed == half.ntimed + s.ntimed, "sum of two");
-	CHECK(near(instr_sample_error(&sum), 1.96 * sqrt(half.var + s.var) + half.bound + s.bound),
+		  sum.ntimed == half.ntimed + s.ntimed && sum.nfew == 0, "sum of two");
+	CHECK(near(instr_sample_error(&sum), sqrt(half.half2 + s.half2) + half.bound + s.bound),
 		  "error of the sum %.9g s", instr_sample_error(&sum));
 	CHECK(instr_sample_error(&sum) < instr_sample_error(&half) + instr_sample_error(&s),
 		  "the error of the sum is less than the sum of the errors");
+
+	/* One heavy call among light ones, timed: too few for that skewness. */
+	CHECK(tickclock_sampler_init(&smp, 0.5, 3) == TICKCLOCK_OK, "sampler init at 0.5");
+	for (i = 0, timed = 0; i < 200; i++)
+		if (tickclock_sampler_should_time(&smp))
+			tickclock_sampler_add(&smp, timed++ == 0 ? 1e6 : 100.0, 0.0);
+	instr_sample_sum_of(&smp, &s);
+	sum = half;
+	instr_sample_sum_add(&sum, &s);
+	CHECK(s.nfew == 1 && sum.nfew == 1, "a skewed sample flagged: %g, in a sum %g", s.nfew, sum.nfew);
 
 	/* Calls left to sampling and none timed: nothing is known of them. */
 	CHECK(tickclock_sampler_init(&smp, 1e-6, 7) == TICKCLOCK_OK, "sampler init at 1e-6");

@@ -143,14 +143,25 @@ static double tkc_ln(double x) {
   return (double)e * 0.69314718055994530942 + 2.0 * t * r;
 }
 
+/* ln(1 + x) for -1 < x <= 1, accurate for tiny x: 1 + x rounds away
+ * what x holds below 2^-53 of it, and ln(u) * x / (u - 1) puts it back
+ * (u - 1 is exact); x itself when 1 + x rounds to 1. */
+static double tkc_ln1p(double x) {
+  double u = 1.0 + x;
+  if (u == 1.0) return x;
+  return tkc_ln(u) * (x / (u - 1.0));
+}
+
 /* Executions until (and with) the next timed one: geometric on 1, 2, ...
- * with P(gap > k) = (1 - p)^k, by inversion of a uniform in (0, 1]. */
+ * with P(gap > k) = (1 - p)^k, by inversion of a uniform in (0, 1]. A
+ * draw past 2^64 (or not a number: a tiny p's infinite scale times
+ * ln 1 = 0) is the longest gap. */
 static uint64_t tkc_gap(tickclock_sampler *s) {
   double u, g;
   if (s->inv_log_q == 0) return 1;
   u = ((double)(tkc_xorshift(&s->rng) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
   g = tkc_ln(u) * s->inv_log_q;
-  if (g >= 1.8e19) return UINT64_MAX;
+  if (!(g < 1.8e19)) return UINT64_MAX;
   return (uint64_t)g + 1;
 }
 
@@ -159,7 +170,7 @@ int tickclock_sampler_init(tickclock_sampler *s, double p, uint64_t seed) {
   if (s == NULL || !(p > 0) || !(p <= 1)) return TICKCLOCK_EINVAL;
   memset(s, 0, sizeof *s);
   s->p = p;
-  s->inv_log_q = p >= 1 ? 0 : 1.0 / tkc_ln(1.0 - p);
+  s->inv_log_q = p >= 1 ? 0 : 1.0 / tkc_ln1p(-p);
   do s->rng = tkc_splitmix(&x);
   while (s->rng == 0);
   s->gap = s->left = tkc_gap(s);
@@ -172,11 +183,39 @@ int tkc_sampler_hit(tickclock_sampler *s) {
   return 1;
 }
 
+/* The mean and the central moment sums, updated one value at a time
+ * (Welford's, with Terriberry's third moment): no cancellation between
+ * large sums of powers when the durations barely differ. */
 void tickclock_sampler_add(tickclock_sampler *s, double ns, double bound_ns) {
+  double n1 = (double)s->sampled, n = n1 + 1, d = ns - s->mean_ns, dn = d / n, t = d * dn * n1;
   s->sampled++;
-  s->sum_ns += ns;
-  s->sum_sq_ns2 += ns * ns;
+  s->mean_ns += dn;
+  s->m3_ns3 += t * dn * (n - 2) - 3 * dn * s->m2_ns2;
+  s->m2_ns2 += t;
   s->bound_sum_ns += bound_ns;
+}
+
+void tickclock_sampler_add_duration(tickclock_sampler *s, const tickclock_duration *d,
+                                    double overhead_ns) {
+  double ns = (double)d->ns, b = (double)d->bound_ns;
+  double rate = (ns < 0 ? -ns : ns) * (2 * TICKCLOCK_REVALIDATE_DRIFT_PPM * 1e-6);
+  if (d->flags == 0 && rate < b) b = rate;
+  tickclock_sampler_add(s, ns - overhead_ns, b);
+}
+
+double tickclock_sampler_overhead_ns(void) {
+  enum { PAIRS = 256 };
+  double v[PAIRS], sum = 0;
+  int i, j;
+  for (i = 0; i < PAIRS; i++) {
+    uint64_t t0 = tickclock_now_ordered();
+    double x = (double)tickclock_delta_ns(t0, tickclock_now());
+    for (j = i; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1]; /* insertion sort */
+    v[j] = x;
+  }
+  for (i = PAIRS / 4; i < PAIRS - PAIRS / 4; i++) sum += v[i];
+  sum /= PAIRS / 2;
+  return sum > 0 ? sum : 0;
 }
 
 uint64_t tickclock_sampler_count(const tickclock_sampler *s) {
@@ -196,17 +235,54 @@ static double tkc_sqrt(double v) {
   return r;
 }
 
+/* The real cube root, by Newton's method from the exponent's third. */
+static double tkc_cbrt(double v) {
+  uint64_t bits;
+  double a = v < 0 ? -v : v, r;
+  int i;
+  if (!(a > 0) || a > 1e300) return v;
+  memcpy(&bits, &a, sizeof bits);
+  bits = bits / 3 + UINT64_C(0x2A9F7893782DA1CE); /* about cbrt(a) */
+  memcpy(&r, &bits, sizeof r);
+  for (i = 0; i < 8; i++) r = r - (r - a / (r * r)) / 3;
+  return v < 0 ? -r : r;
+}
+
+/* Hall's transformation g(t) = t + b t^2 + b^2 t^3 / 3 + c, b = G / (3
+ * sqrt n), c = G / (6 sqrt n), inverted at x: ((1 + 3 b (x - c))^(1/3) -
+ * 1) / b; x - c when the skewness is 0. */
+static double tkc_hall_inv(double x, double b, double c) {
+  if (b == 0) return x - c;
+  return (tkc_cbrt(1 + 3 * b * (x - c)) - 1) / b;
+}
+
 void tickclock_sampler_estimate(const tickclock_sampler *s, tickclock_estimate *e) {
-  double p = s->p;
+  double N = (double)tickclock_sampler_count(s), n = (double)s->sampled, var = 0, g = 0;
+  double se = 0, rn, b, c, lo, hi;
   e->count = tickclock_sampler_count(s);
   e->sampled = s->sampled;
-  e->total_ns = s->sum_ns / p;
-  e->stddev_ns = tkc_sqrt((1.0 - p) / (p * p) * s->sum_sq_ns2);
-  e->bound_ns = s->bound_sum_ns / p;
-  e->lo_ns = e->total_ns - (1.96 * e->stddev_ns + e->bound_ns);
-  e->hi_ns = e->total_ns + (1.96 * e->stddev_ns + e->bound_ns);
+  e->flags = 0;
   if (s->sampled == 0) {
-    e->lo_ns = 0;
+    e->total_ns = e->stddev_ns = e->bound_ns = e->skewness = e->lo_ns = 0;
     e->hi_ns = HUGE_VAL; /* nothing is known yet */
+    e->flags = TICKCLOCK_ESTIMATE_TOO_FEW;
+    return;
   }
+  if (N < n) N = n; /* durations added without a decision */
+  if (s->sampled > 1) var = s->m2_ns2 / (n - 1);
+  if (s->m2_ns2 > 0) g = tkc_sqrt(n) * s->m3_ns3 / (s->m2_ns2 * tkc_sqrt(s->m2_ns2));
+  if (var > 0 && N > n) se = tkc_sqrt(var * (1 - n / N) / n); /* of the mean */
+  e->total_ns = N * s->mean_ns;
+  e->stddev_ns = N * se;
+  e->bound_ns = N * (s->bound_sum_ns / n);
+  e->skewness = g;
+  rn = tkc_sqrt(n);
+  b = g / (3 * rn);
+  c = g / (6 * rn);
+  lo = s->mean_ns - se * tkc_hall_inv(1.96, b, c);
+  hi = s->mean_ns - se * tkc_hall_inv(-1.96, b, c);
+  e->lo_ns = N * lo - e->bound_ns;
+  e->hi_ns = N * hi + e->bound_ns;
+  if (!(e->lo_ns > 0)) e->lo_ns = 0;
+  if (n < N && n < 28 + 25 * g * g) e->flags |= TICKCLOCK_ESTIMATE_TOO_FEW; /* n == N: all timed */
 }
