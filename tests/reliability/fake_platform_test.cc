@@ -239,6 +239,58 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "ticks from the future: what is due runs at most once per deadline; readings still "
+    "re-validate") {
+  if (no_counter("ticks from the future")) return;
+  Installed f;
+  const tickclock_info *i = f.init();
+  REQUIRE(i->source == kCnt);
+  tickclock_revalidate_every(10);
+  f.w.now_ns += 15000000;  // 15 ms: the rate check is due
+  const uint64_t ms = f.w.hz() / 1000;
+  for (uint64_t ahead_s : {UINT64_C(3153600000), UINT64_C(1)}) {  // 100 years, 1 s
+    CAPTURE(ahead_s);
+    uint64_t ahead = f.w.hz() * ahead_s, now = tickclock_now();
+    // the first tick from the future goes out of line once: the work due
+    // by the counter's time now, a counter read; 999 more ticks within a
+    // millisecond of it read nothing (before: every one read the counter)
+    (void)tickclock_to_ns(now + ahead);
+    uint64_t reads = f.w.counter_reads;
+    for (uint64_t k = 1; k < 1000; k++) {
+      uint64_t t = now + ahead + (k * 7919) % ms - ms / 2;
+      CHECK(tickclock_to_ns(t) == tickclock_to_ns(t));
+      CHECK(tickclock_delta_ns(now, t) > 0);
+    }
+    CHECK(f.w.counter_reads == reads);
+    // a reading past the next deadline runs what is due (the deadline
+    // moves), after which a tick from the future goes out of line once more
+    f.w.now_ns += 15000000;
+    uint64_t checks = f.w.counter_reads;
+    (void)tickclock_to_ns(tickclock_now());
+    CHECK(f.w.counter_reads > checks + 2);  // the rate check's brackets
+    reads = f.w.counter_reads;
+    (void)tickclock_to_ns(now + ahead);
+    CHECK(f.w.counter_reads == reads + 1);
+    (void)tickclock_to_ns(now + ahead + 1);
+    CHECK(f.w.counter_reads == reads + 1);
+  }
+  // The counter jumps 1 s forward, into the ticks seen ahead (1 s ahead,
+  // within 50 ms either side): readings there skip the out-of-line path
+  // for at most 100 ms of counter time, then the check sees the jump.
+  f.w.offset += f.w.ticks(1000000000);
+  uint64_t t_jump = f.w.now_ns;
+  while (tkc_g_source == kCnt && f.w.now_ns - t_jump < 1000000000) {
+    f.w.now_ns += 1000000;
+    (void)tickclock_to_ns(tickclock_now());
+  }
+  INFO(tickclock_info_get()->why);
+  CHECK(tkc_g_source == TICKCLOCK_SOURCE_SYSTEM);
+  CHECK(f.w.now_ns - t_jump <= 100000000 + 10000000 + 1000000);  // the range, a period, a step
+  CHECK(f.w.now_ns - t_jump > 10000000);  // it did skip: the readings lay in the range
+  tickclock_revalidate_every(0);
+}
+
 TEST_CASE("the kernel renaming tsc-early to tsc is no change of clocksource; tsc-early to hpet is" *
           doctest::test_suite("x86")) {
   if (x86_only("tsc-early renamed tsc")) return;
