@@ -572,6 +572,47 @@ TEST_CASE("one tick unit: a re-calibration and two switches keep earlier ticks c
 }
 
 TEST_CASE(
+    "the OS clock first: tickclock_now() is the OS clock's ns plus the state's offset, "
+    "to_ns the identity") {
+  Installed f;
+  tkc_set_platform(&f.p);
+  tickclock_config sys = {TICKCLOCK_SOURCE_SYSTEM, 0, 0};
+  REQUIRE(tickclock_init(&sys) == TICKCLOCK_OK);
+  const tickclock_info *i = tickclock_info_get();
+  REQUIRE(i->read_path == TICKCLOCK_READ_OS);
+  REQUIRE(i->src_is_unit == 1);
+  CHECK(i->scaled == 0);
+  for (int k = 0; k < 3; k++) {
+    f.w.now_ns += 1000003;
+    uint64_t t = tickclock_now();  // the clock read: the fake's time after it
+    CHECK(t == i->base_ticks + (f.w.now_ns - i->src_base));
+    CHECK(tickclock_to_ns(t) == t);
+    uint64_t o = tickclock_now_ordered();
+    CHECK(o == i->base_ticks + (f.w.now_ns - i->src_base));
+  }
+  // the counter (mapped into the OS clock's ns) and the OS clock again:
+  // the unit's ticks now run ahead of the clock's own ns by an offset
+  if (kCnt != 0) {
+    REQUIRE(tickclock_init(NULL) == TICKCLOCK_OK);
+    f.w.now_ns += 7000000;
+    uint64_t before = tickclock_now();
+    f.w.offset += f.w.ticks(3000000);  // the counter 3 ms ahead of the clock
+    f.w.now_ns += 7000000;
+    uint64_t ahead = tickclock_now();
+    REQUIRE(tickclock_init(&sys) == TICKCLOCK_OK);
+    i = tickclock_info_get();
+    REQUIRE(i->read_path == TICKCLOCK_READ_OS);
+    INFO("base_ticks " << i->base_ticks << " src_base " << i->src_base);
+    CHECK(i->base_ticks != i->src_base);
+    f.w.now_ns += 1000;
+    uint64_t t = tickclock_now();
+    CHECK(t == i->base_ticks + (f.w.now_ns - i->src_base));
+    CHECK(t >= ahead);
+    CHECK(ahead > before);
+  }
+}
+
+TEST_CASE(
     "a counter near 2^64 (a hypervisor's offset, 10 s before it wraps) is refused, forced too, "
     "saying why; one years from it is used") {
   if (no_counter("counter wrap")) return;
