@@ -52,7 +52,6 @@ static void tkc_due_locked(uint64_t ticks, int check_now, int may_alloc, uint64_
   if (tkc_refine_pending() && ticks >= tkc_refine_at()) tkc_refine_locked(may_alloc);
   tkc_store_deadline();
 }
-#endif
 
 /* A tick ahead of the counter at or past the deadline (the deadline
  * stands: the work due by the counter's time is done). The ticks within
@@ -81,6 +80,7 @@ static void tkc_ahead_locked(uint64_t ticks, uint64_t now) {
   tkc_ahead_note(TKC_LOAD_RELAXED(&tkc_g_ahead_far), lo,
                  ticks - lo + half < ticks - lo ? UINT64_MAX - lo : ticks - lo + half);
 }
+#endif
 
 int tickclock_revalidate(void) {
   int r = 0;
