@@ -59,24 +59,31 @@ static void tkc_due_locked(uint64_t ticks, int check_now, int may_alloc, uint64_
  * TKC_AHEAD_FAR_NS or more ahead, every tick that far ahead, are then left
  * alone by the conversions until the deadline moves (tkc_store_deadline
  * empties both), so what is due runs at most once per deadline whatever
- * the ticks converted. Only ticks ahead of the reading now go in, so a
+ * the ticks converted. Only ticks TKC_AHEAD_MIN_NS or more ahead of the
+ * reading now go in, and the range starts no nearer than that: a reading
+ * taken on another CPU a little ahead of this one's is never noted, and a
  * reading falls in the near range only once the counter has passed its
  * low end, and then for at most TKC_AHEAD_NS of counter time: what is due
  * is never put off by more than that (by the far one only in a process
- * that converts no reading for 50 years). */
+ * that converts no reading for 50 years). A tick less than
+ * TKC_AHEAD_MIN_NS ahead goes out of line at each conversion, for at
+ * most that long. */
 #define TKC_AHEAD_NS UINT64_C(100000000)
+#define TKC_AHEAD_MIN_NS UINT64_C(1000000)
 #define TKC_AHEAD_FAR_NS (UINT64_C(50) * 365 * 86400 * UINT64_C(1000000000))
 static void tkc_ahead_locked(uint64_t ticks, uint64_t now) {
   const tickclock_info *s = tkc_published();
-  uint64_t half, lo, far, deadline = TKC_LOAD_RELAXED(&tkc_g_reval_deadline);
+  uint64_t half, lo, far, near, deadline = TKC_LOAD_RELAXED(&tkc_g_reval_deadline);
   if (now == UINT64_MAX || ticks <= now || ticks < deadline || s == NULL) return;
+  near = tkc_after(s, now, TKC_AHEAD_MIN_NS);
+  if (ticks < near) return;
   far = tkc_after(s, now, TKC_AHEAD_FAR_NS);
   if (ticks >= far) {
     tkc_ahead_note(far, TKC_LOAD_RELAXED(&tkc_g_ahead_lo), TKC_LOAD_RELAXED(&tkc_g_ahead_span));
     return;
   }
   half = tkc_after(s, 0, TKC_AHEAD_NS / 2);
-  lo = ticks - half > now ? ticks - half : now + 1;
+  lo = ticks - half > near ? ticks - half : near;
   tkc_ahead_note(TKC_LOAD_RELAXED(&tkc_g_ahead_far), lo,
                  ticks - lo + half < ticks - lo ? UINT64_MAX - lo : ticks - lo + half);
 }

@@ -142,6 +142,8 @@
  *    the next deadline moves it). So what is due runs at most once per
  *    deadline whatever the ticks, and a reading that later falls among
  *    the ticks seen ahead puts it off by at most 100 ms of counter time.
+ *    A tick less than 1 ms ahead (a reading from a CPU a little ahead) is
+ *    not left alone: it goes out of line each time, for at most 1 ms.
  *    tickclock_revalidate() runs it at once, plus the checks that need I/O
  *    (the kernel's clocksource).
  *  - Limits, each stated where it applies: readings a faulty counter gave

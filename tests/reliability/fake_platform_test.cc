@@ -293,6 +293,32 @@ TEST_CASE(
   tickclock_revalidate_every(0);
 }
 
+TEST_CASE(
+    "a reading a little ahead of the counter read after it (another CPU's) is not noted "
+    "as ahead: the readings after it are checked on time") {
+  if (no_counter("a reading a little ahead")) return;
+  Installed f;
+  const tickclock_info *i = f.init();
+  REQUIRE(i->source == kCnt);
+  tickclock_revalidate_every(10);
+  // the counter 100 us before the deadline, a reading 20 us past it
+  uint64_t d = tkc_g_reval_deadline, before = (uint64_t)f.w.ticks(100000);
+  REQUIRE(d != UINT64_MAX);
+  while (tickclock_now() < d - before) f.w.now_ns += 10000;
+  uint64_t t = d + (uint64_t)f.w.ticks(20000);
+  (void)tickclock_to_ns(t);  // out of line: nothing due by the counter yet
+  uint64_t reads = f.w.counter_reads;
+  (void)tickclock_to_ns(t);  // not left alone: out of line again
+  CHECK(f.w.counter_reads == reads + 1);
+  // once the counter passes the deadline, the next reading runs the check
+  f.w.now_ns += 200000;
+  reads = f.w.counter_reads;
+  (void)tickclock_to_ns(tickclock_now());
+  CHECK(f.w.counter_reads > reads + 2);
+  CHECK(tkc_g_reval_deadline > d);
+  tickclock_revalidate_every(0);
+}
+
 TEST_CASE("the kernel renaming tsc-early to tsc is no change of clocksource; tsc-early to hpet is" *
           doctest::test_suite("x86")) {
   if (x86_only("tsc-early renamed tsc")) return;
