@@ -23,7 +23,21 @@ static tkc_check_book tkc_bk = {
 #if !defined(TICKCLOCK_STATIC) /* TICKCLOCK_STATIC: tickclock.h defines it */
 /* Unit tick at which tickclock_to_ns runs the periodic re-validation. */
 TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_reval_deadline = UINT64_MAX;
+/* Ticks ahead of the counter left alone until the deadline moves
+ * (tickclock_inline.h; set by due.c through tkc_ahead_note). */
+TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_far = UINT64_MAX;
+TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_lo = UINT64_MAX;
+TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_span = 0;
 #endif
+
+/* The ticks ahead: far and above, and [lo, lo + span];
+ * tkc_ahead_note(UINT64_MAX, UINT64_MAX, 0) empties both. Written with
+ * the lock held. */
+void tkc_ahead_note(uint64_t far, uint64_t lo, uint64_t span) {
+  TKC_STORE_RELEASE(&tkc_g_ahead_far, far);
+  TKC_STORE_RELEASE(&tkc_g_ahead_lo, lo);
+  TKC_STORE_RELEASE(&tkc_g_ahead_span, span);
+}
 
 tkc_check_book *tkc_checks(void) { return &tkc_bk; }
 
@@ -56,6 +70,7 @@ int tkc_checks_published(const tickclock_info *old, const tickclock_info *slot, 
 
 void tkc_checks_reset(void) {
   TKC_STORE_RELEASE(&tkc_g_reval_deadline, UINT64_MAX);
+  tkc_ahead_note(UINT64_MAX, UINT64_MAX, 0);
   tkc_bk.chk_on = 0;
   tkc_bk.max_seen = 0;
   tkc_bk.reval_ms = TICKCLOCK_CHECK_DEFAULT_MS;
@@ -150,6 +165,7 @@ void tkc_refine_from_anchor(const tickclock_info *s, tkc_bracket b) {
 void tkc_store_deadline(void) {
   uint64_t d = tkc_bk.chk_on ? tkc_bk.reval_at : UINT64_MAX;
   if (tkc_bk.chk_on && tkc_refine_at() < d) d = tkc_refine_at();
+  tkc_ahead_note(UINT64_MAX, UINT64_MAX, 0); /* a new deadline: ticks ahead are looked at again */
   TKC_STORE_RELEASE(&tkc_g_reval_deadline, d);
 }
 

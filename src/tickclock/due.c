@@ -25,18 +25,20 @@
  * before reading the tick, and wants the checks in any case); a published
  * frequency's cross-check before the checks (a wrong stated rate is
  * replaced, not mistaken for the counter drifting); the rate check; a
- * refinement. may_alloc (and the file reads): tickclock_revalidate() only. */
-static void tkc_due_locked(uint64_t ticks, int check_now, int may_alloc) {
+ * refinement. may_alloc (and the file reads): tickclock_revalidate() only.
+ * *now: the unit tick read for the conversions' way in (UINT64_MAX when
+ * none was read). */
+static void tkc_due_locked(uint64_t ticks, int check_now, int may_alloc, uint64_t *now) {
   tkc_check_book *bk = tkc_checks();
   const tickclock_info *s = tkc_published();
+  *now = UINT64_MAX;
   if (s == NULL || !tkc_reads_counter(s) || !bk->chk_on) return;
   if (!check_now) {
-    uint64_t now;
     if (tkc_rdtsc_disabled_locked(s)) return;
     /* a tick from the future (an interval converted as a tick, a caller's
      * arbitrary value) makes nothing due before its time */
-    now = tkc_map(s, tkc_read_counter_ordered());
-    if (ticks > now) ticks = now;
+    *now = tkc_map(s, tkc_read_counter_ordered());
+    if (ticks > *now) ticks = *now;
   }
   if (tkc_refine_pending() && s->freq_pending_check && ticks >= tkc_refine_at()) {
     tkc_refine_locked(may_alloc);
@@ -49,6 +51,41 @@ static void tkc_due_locked(uint64_t ticks, int check_now, int may_alloc) {
   }
   if (tkc_refine_pending() && ticks >= tkc_refine_at()) tkc_refine_locked(may_alloc);
   tkc_store_deadline();
+}
+
+/* A tick ahead of the counter at or past the deadline (the deadline
+ * stands: the work due by the counter's time is done). The ticks within
+ * TKC_AHEAD_NS / 2 of it (at the state's rate), or, for a tick
+ * TKC_AHEAD_FAR_NS or more ahead, every tick that far ahead, are then left
+ * alone by the conversions until the deadline moves (tkc_store_deadline
+ * empties both), so what is due runs at most once per deadline whatever
+ * the ticks converted. Only ticks TKC_AHEAD_MIN_NS or more ahead of the
+ * reading now go in, and the range starts no nearer than that: a reading
+ * taken on another CPU a little ahead of this one's is never noted, and a
+ * reading falls in the near range only once the counter has passed its
+ * low end, and then for at most TKC_AHEAD_NS of counter time: what is due
+ * is never put off by more than that (by the far one only in a process
+ * that converts no reading for 50 years). A tick less than
+ * TKC_AHEAD_MIN_NS ahead goes out of line at each conversion, for at
+ * most that long. */
+#define TKC_AHEAD_NS UINT64_C(100000000)
+#define TKC_AHEAD_MIN_NS UINT64_C(1000000)
+#define TKC_AHEAD_FAR_NS (UINT64_C(50) * 365 * 86400 * UINT64_C(1000000000))
+static void tkc_ahead_locked(uint64_t ticks, uint64_t now) {
+  const tickclock_info *s = tkc_published();
+  uint64_t half, lo, far, near, deadline = TKC_LOAD_RELAXED(&tkc_g_reval_deadline);
+  if (now == UINT64_MAX || ticks <= now || ticks < deadline || s == NULL) return;
+  near = tkc_after(s, now, TKC_AHEAD_MIN_NS);
+  if (ticks < near) return;
+  far = tkc_after(s, now, TKC_AHEAD_FAR_NS);
+  if (ticks >= far) {
+    tkc_ahead_note(far, TKC_LOAD_RELAXED(&tkc_g_ahead_lo), TKC_LOAD_RELAXED(&tkc_g_ahead_span));
+    return;
+  }
+  half = tkc_after(s, 0, TKC_AHEAD_NS / 2);
+  lo = ticks - half > near ? ticks - half : near;
+  tkc_ahead_note(TKC_LOAD_RELAXED(&tkc_g_ahead_far), lo,
+                 ticks - lo + half < ticks - lo ? UINT64_MAX - lo : ticks - lo + half);
 }
 #endif
 
@@ -65,8 +102,9 @@ int tickclock_revalidate(void) {
    * first: the current tick is read only once it passed) */
   if (tkc_reads_counter(s)) {
     if (!tkc_rdtsc_disabled_locked(s)) {
+      uint64_t now;
       if (!tkc_checks()->chk_on) tkc_anchor_again(s);
-      tkc_due_locked(tkc_map(s, tkc_read_counter_ordered()), 1, 1);
+      tkc_due_locked(tkc_map(s, tkc_read_counter_ordered()), 1, 1, &now);
     }
     if (!tkc_reads_counter(tkc_published())) r = TICKCLOCK_SWITCHED;
   }
@@ -92,8 +130,11 @@ void tickclock_revalidate_every(uint32_t ms) {
 void tkc_revalidate_due(uint64_t ticks) {
   if (!tkc_trylock()) return;
 #if defined(TKC_ARCH_COUNTER)
-  if (tkc_checks()->chk_on && ticks >= TKC_LOAD_ACQUIRE(&tkc_g_reval_deadline))
-    tkc_due_locked(ticks, 0, 0);
+  if (tkc_checks()->chk_on && ticks >= TKC_LOAD_ACQUIRE(&tkc_g_reval_deadline)) {
+    uint64_t now;
+    tkc_due_locked(ticks, 0, 0, &now);
+    tkc_ahead_locked(ticks, now);
+  }
 #else
   (void)ticks;
 #endif

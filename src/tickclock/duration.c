@@ -29,6 +29,12 @@ static uint64_t tkc_ceil_ns(double x) {
   return (uint64_t)x + 1;
 }
 
+/* An interval of unit ns [ns_lo, ns_hi] long enough to hold a suspend
+ * (or of unknown length). */
+static int tkc_could_span_suspend(uint64_t ns_lo, uint64_t ns_hi) {
+  return ns_hi == UINT64_MAX || ns_hi < ns_lo || ns_hi - ns_lo >= TKC_SUSPEND_MIN_NS / 2;
+}
+
 int tickclock_duration_get(uint64_t start, uint64_t end, tickclock_duration *out) {
   const tickclock_info *s, *x, *first = NULL, *last = NULL;
   uint64_t lo = start < end ? start : end, hi = start < end ? end : start;
@@ -72,8 +78,17 @@ int tickclock_duration_get(uint64_t start, uint64_t end, tickclock_duration *out
   bound = tkc_sat_add(bound, tkc_ceil_ns(first->resolution_ns) + tkc_ceil_ns(last->resolution_ns));
   if (s->scaled) bound = tkc_sat_add(bound, 2 * (s->conv.ns_int + 1));
   bound = tkc_sat_add(bound, 1);
-  /* suspends: seen by the samples, or between the publications at both ends */
-  if (tkc_suspends_in(lo, hi, tkc_reads_counter(s), &slept)) {
+  /* suspends: seen by the samples, or between the publications at both
+   * ends; the time suspended now (three clock reads, most of the cost) is
+   * read only for an interval that can hold a suspend the samples have
+   * not seen yet: one the counter counted makes the interval at least as
+   * long as itself, and a suspend is one only when over
+   * TKC_SUSPEND_MIN_NS (tkc_suspend_between); one the counter did not
+   * count is not counted by CLOCK_MONOTONIC_RAW either, so the bound
+   * holds without it (and entering and leaving one keeps the machine
+   * awake for far longer than TKC_SUSPEND_MIN_NS / 2) */
+  if (tkc_suspends_in(lo, hi, tkc_reads_counter(s) && tkc_could_span_suspend(ns_lo, ns_hi),
+                      &slept)) {
     flags |= TICKCLOCK_DURATION_SPANS_SUSPEND;
     bound = tkc_sat_add(bound, slept);
   } else if (first->tkc_susp_ns != UINT64_MAX && last->tkc_susp_ns != UINT64_MAX &&

@@ -177,6 +177,12 @@ const tickclock_info *tkc_state_slow(void) {
 
 const tickclock_info *tickclock_info_get(void) { return tkc_state(); }
 
+/* A reading r of the OS clock whose nanoseconds are the unit's (offset
+ * only) -> unit ticks: never below the base. */
+static uint64_t tkc_os_unit(const tickclock_info *s, uint64_t r) {
+  return s->base_ticks + (r >= s->src_base ? r - s->src_base : 0);
+}
+
 /* The out-of-line read: any state, any path. Async-signal-safe once a
  * state is published (a load, a clock read, integer arithmetic). */
 static uint64_t tkc_read(int ordered) {
@@ -189,7 +195,8 @@ static uint64_t tkc_read(int ordered) {
   s = TKC_LOAD_ACQUIRE(&tkc_g_state); /* at least as new as the source */
   (void)ordered;
 #if defined(TKC_ARCH_COUNTER)
-  if (tkc_reads_counter(s)) {
+  /* tkc_reads_counter(s), written out: no call on the OS clock's path */
+  if (s->read_path == TICKCLOCK_READ_COUNTER || s->read_path == TICKCLOCK_READ_COUNTER_MAPPED) {
     r = ordered ? tkc_arch_read_ordered() : tkc_arch_read();
     if (s->read_path == TICKCLOCK_READ_COUNTER) return r;
     return tkc_map(s, r);
@@ -200,8 +207,30 @@ static uint64_t tkc_read(int ordered) {
 #else
   r = tkc_os_read();
 #endif
+  /* the OS clock's nanoseconds are the unit's (the OS clock first, or
+   * TICKCLOCK_SOURCE_SYSTEM from the start): an offset, here, not a call
+   * into the general mapping, so the OS clock costs what the OS's read
+   * costs */
+  if (TKC_LIKELY(s->src_is_unit)) return tkc_os_unit(s, r);
   return tkc_map(s, r);
 }
 
-uint64_t tkc_now_slow(void) { return tkc_read(0); }
+/* tickclock_now() off the inline counter read. The OS clock whose
+ * nanoseconds are the unit (the OS clock first: TICKCLOCK_SOURCE_SYSTEM,
+ * or no trusted counter) is read first thing, with nothing but the clock
+ * read and an offset around it: the OS clock through the library costs
+ * what the OS clock costs. A published state is all it needs (the
+ * source is published after it); anything else goes through tkc_read. */
+uint64_t tkc_now_slow(void) {
+  const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
+  if (TKC_LIKELY(s != NULL) && s->read_path == TICKCLOCK_READ_OS && s->src_is_unit) {
+#if defined(TICKCLOCK_TEST_FAKE_COUNTER)
+    uint64_t r = tkc_p_os_ns();
+#else
+    uint64_t r = tkc_os_read();
+#endif
+    return tkc_os_unit(s, r);
+  }
+  return tkc_read(0);
+}
 uint64_t tkc_now_ordered_slow(void) { return tkc_read(1); }

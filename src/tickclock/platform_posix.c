@@ -104,7 +104,15 @@ static uint64_t tkc_clock_ns(int id) {
 
 uint64_t tkc_os_now(void) { return tkc_clock_ns(CLOCK_MONOTONIC); }
 
-uint64_t tkc_os_read(void) { return tkc_os_now(); }
+/* The OS clock's read path (tickclock_now() on the OS clock): the vDSO
+ * call itself, with no call in between, while RDTSC is not known disabled. */
+uint64_t tkc_os_read(void) {
+  struct timespec ts;
+  if (TKC_LIKELY(!TKC_LOAD_RELAXED(&tkc_g_os_syscall)) &&
+      clock_gettime(CLOCK_MONOTONIC, &ts) == 0 && ts.tv_sec >= 0 && ts.tv_nsec >= 0)
+    return tkc_ts_ns(&ts);
+  return tkc_os_now();
+}
 
 /* CLOCK_MONOTONIC through the system call whatever is known yet: what a
  * signal handler that interrupted the first initialisation reads, before

@@ -133,8 +133,17 @@
  *    once, but by the conversions only when its ticks pass the deadline
  *    again: they compare a tick with a deadline and cannot see ticks fall
  *    (until then to_ns(now()) follows the counter back). A tick from the
- *    future (an interval converted as if it were a tick) costs a try-lock,
- *    a prctl and a counter read (about 1 us) and makes nothing due early.
+ *    future (an interval converted as if it were a tick, a deadline) makes
+ *    nothing due early and costs what any tick costs: the first one past
+ *    the deadline goes out of line once (a try-lock, a prctl and a counter
+ *    read, about 1 us, and the work due by the counter's time), and the
+ *    ticks within 50 ms of it, or any tick 50 years or more ahead, are
+ *    then left alone until the deadline moves (a reading converted after
+ *    the next deadline moves it). So what is due runs at most once per
+ *    deadline whatever the ticks, and a reading that later falls among
+ *    the ticks seen ahead puts it off by at most 100 ms of counter time.
+ *    A tick less than 1 ms ahead (a reading from a CPU a little ahead) is
+ *    not left alone: it goes out of line each time, for at most 1 ms.
  *    tickclock_revalidate() runs it at once, plus the checks that need I/O
  *    (the kernel's clocksource).
  *  - Limits, each stated where it applies: readings a faulty counter gave

@@ -24,12 +24,25 @@ TKC_API_VAR const tickclock_info *TKC_SHARED tkc_g_state;
  * out of line (a periodic re-validation, a refinement of the frequency);
  * UINT64_MAX when nothing is. */
 TKC_API_VAR TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_reval_deadline;
+/* Ticks at or past the deadline that are ahead of the counter (ticks from
+ * the future: an interval converted as a tick, a caller's own value), seen
+ * by the out-of-line path, which then did what was due by the counter's
+ * time: the conversions leave them alone until the deadline moves. Near:
+ * [tkc_g_ahead_lo, tkc_g_ahead_lo + tkc_g_ahead_span] (empty: lo =
+ * UINT64_MAX, span = 0); far: tkc_g_ahead_far and above (none:
+ * UINT64_MAX). */
+TKC_API_VAR TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_far;
+TKC_API_VAR TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_lo;
+TKC_API_VAR TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_span;
 #else
 /* TICKCLOCK_STATIC: this translation unit's own copy (publish.c and
  * bookkeeping.c do not define them then); the initial values are theirs. */
 static TKC_UNUSED TKC_SHARED int tkc_g_source = 0;
 static TKC_UNUSED const tickclock_info *TKC_SHARED tkc_g_state = NULL;
 static TKC_UNUSED TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_reval_deadline = UINT64_MAX;
+static TKC_UNUSED TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_far = UINT64_MAX;
+static TKC_UNUSED TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_lo = UINT64_MAX;
+static TKC_UNUSED TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_span = 0;
 #endif
 TICKCLOCK_API void tkc_revalidate_due(uint64_t ticks);
 TICKCLOCK_API uint64_t tkc_now_slow(void);
@@ -167,9 +180,15 @@ TKC_INLINE uint64_t tkc_ns_in(const tickclock_info *s, uint64_t ticks) {
 }
 
 /* What is due by tick ticks (a refinement, the rate check) is done out
- * of line once ticks reaches the deadline; nothing is due before. */
+ * of line once ticks reaches the deadline; nothing is due before. A tick
+ * the out-of-line path already found ahead of the counter (the ahead
+ * range) does not go there again until the deadline moves: whatever the
+ * tick, what is due runs at most once per deadline. */
 TKC_INLINE void tkc_due_first(uint64_t ticks) {
-  if (TKC_UNLIKELY(ticks >= TKC_LOAD_RELAXED(&tkc_g_reval_deadline))) tkc_revalidate_due(ticks);
+  if (TKC_UNLIKELY(ticks >= TKC_LOAD_RELAXED(&tkc_g_reval_deadline)) &&
+      ticks < TKC_LOAD_RELAXED(&tkc_g_ahead_far) &&
+      ticks - TKC_LOAD_RELAXED(&tkc_g_ahead_lo) > TKC_LOAD_RELAXED(&tkc_g_ahead_span))
+    tkc_revalidate_due(ticks);
 }
 
 /* Absolute ticks (a tickclock_now() value) -> ns, relative to the

@@ -15,7 +15,12 @@ uint64_t tkc_map(const tickclock_info *s, uint64_t r) {
   uint64_t d = r >= s->src_base ? r - s->src_base : 0, ns;
   if (s->read_path == TICKCLOCK_READ_COUNTER) return r; /* the raw counter is the unit */
   if (s->src_is_unit) return s->base_ticks + d;
-  ns = tickclock_conv_ticks_to_ns(&s->src_conv, d);
+  /* a source whose ticks are nanoseconds (the OS clock mapped into a
+   * counter's unit) needs no conversion of its own: the identity exits
+   * before the multiplies */
+  ns = s->src_conv.ns_int == 1 && s->src_conv.ns_frac == 0
+           ? d
+           : tickclock_conv_ticks_to_ns(&s->src_conv, d);
   return s->base_ticks + (s->scaled ? tickclock_conv_ns_to_ticks(&s->conv, ns) : ns);
 }
 

@@ -160,6 +160,35 @@ void BM_duration_get(benchmark::State& st, Mode m) {
   });
 }
 BENCHMARK_CAPTURE(BM_duration_get, tsc, kTsc)->Name("BM_interval/duration_get/tsc");
+// The same with a second thread doing the same at the same time (both
+// threads' figures; the shared state is read by both).
+void BM_duration_get_threads(benchmark::State& st) {
+  if (st.thread_index() == 0 && !SelectMode(st, kTsc)) return;
+  ReadLoop(st, [] {
+    uint64_t t0 = tickclock_now();
+    uint64_t t1 = tickclock_now();
+    tickclock_duration d;
+    tickclock_duration_get(t0, t1, &d);
+    return d.ns + (int64_t)d.bound_ns;
+  });
+  // per thread, as the time is (not the sum over both)
+  st.counters["ops_per_iter"] = benchmark::Counter(kOps, benchmark::Counter::kAvgThreads);
+}
+BENCHMARK(BM_duration_get_threads)->Name("BM_interval/duration_get_2threads/tsc")->Threads(2);
+// A long interval: its start taken 2 ms before the loop (long enough for
+// a suspend to lie inside it), one read and a bounded duration per op.
+void BM_duration_get_long(benchmark::State& st) {
+  if (!SelectMode(st, kTsc)) return;
+  uint64_t t0 = tickclock_now();
+  struct timespec w = {0, 2000000};
+  nanosleep(&w, nullptr);
+  ReadLoop(st, [t0] {
+    tickclock_duration d;
+    tickclock_duration_get(t0, tickclock_now(), &d);
+    return d.ns + (int64_t)d.bound_ns;
+  });
+}
+BENCHMARK(BM_duration_get_long)->Name("BM_interval/duration_get_long/tsc");
 
 // The sampler's decision on a state in memory (a static, as a per-thread
 // or per-node state would be; a local would live in a register). The
@@ -268,6 +297,44 @@ constexpr double kSec1 = 1, kDays3 = 3 * 86400.0, kYear1 = 365 * 86400.0,
 CONV_SET(BM_conv_tickclock, "tickclock")
 CONV_SET(BM_conv_pg, "pg19")
 CONV_SET(BM_conv_double, "double")
+
+// ---- tickclock_to_ns through the library (TSC forced) ----------------------
+// Absolute readings converted by the published state: "now" are readings
+// of the last millisecond (the common case), the others the same readings
+// moved ahead by 1 s, 1 year or 100 years (a tick from the future: an
+// interval converted as if it were a tick, a caller's arbitrary value).
+// Every one costs the same (no slow path): 100y / now is the target.
+void BM_to_ns(benchmark::State& st, double ahead_s) {
+  if (!SelectMode(st, kTsc)) return;
+  double hz = tickclock_info_get()->unit_hz;
+  uint64_t now = tickclock_now(), span = (uint64_t)(hz / 1000);
+  uint64_t ahead = (uint64_t)(ahead_s * hz);
+  std::vector<uint64_t> in(kConvN);
+  uint64_t x = 0x9E3779B97F4A7C15u;
+  for (int i = 0; i < kConvN; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    in[i] = now - x % span + ahead;
+  }
+  for (auto _ : st) {
+    for (int i = 0; i < kConvN; ++i) {
+      uint64_t r = tickclock_to_ns(in[i]);
+      benchmark::DoNotOptimize(r);
+    }
+  }
+  Finish(st, kConvN);
+}
+// Absolute ticks at an uptime, as BM_conv's inputs (1 s of uptime lies
+// below the state's base here: converted by the history's walk).
+void BM_to_ns_uptime(benchmark::State& st, double seconds) {
+  if (!SelectMode(st, kTsc)) return;
+  ConvLoop(st, seconds, [](uint64_t t) { return tickclock_to_ns(t); });
+}
+BENCHMARK_CAPTURE(BM_to_ns, now, 0.0)->Name("BM_to_ns/tickclock/now");
+BENCHMARK_CAPTURE(BM_to_ns, s1, kSec1)->Name("BM_to_ns/tickclock/1s");
+BENCHMARK_CAPTURE(BM_to_ns, y1, kYear1)->Name("BM_to_ns/tickclock/1y");
+BENCHMARK_CAPTURE(BM_to_ns, y100, kYears100)->Name("BM_to_ns/tickclock/100y");
+BENCHMARK_CAPTURE(BM_to_ns_uptime, s1, kSec1)->Name("BM_to_ns/tickclock/uptime_1s");
+BENCHMARK_CAPTURE(BM_to_ns_uptime, y100, kYears100)->Name("BM_to_ns/tickclock/uptime_100y");
 
 // ---- batch kernels: 4096 elements, per element ---------------------------------
 // Input and output are 32 KiB each: L1-resident only where L1D holds 64 KiB

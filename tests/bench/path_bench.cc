@@ -2,6 +2,9 @@
 // (the tick unit is fixed by the first published state, so a process that
 // has left the raw counter never returns to the inline read):
 //   --path=counter         the first state is the counter: the inline RDTSC
+//   --path=system          the OS clock from the start (TICKCLOCK_SOURCE_SYSTEM,
+//                          or a host without a trusted counter): ticks are
+//                          nanoseconds, the conversion is the identity
 //   --path=os_mapped       counter first, then tickclock_init(SYSTEM): the OS
 //                          clock mapped into counter ticks
 //   --path=counter_mapped  OS clock first, then the counter: the counter
@@ -71,6 +74,7 @@ int Setup(const std::string& p) {
   tickclock_config sys = {TICKCLOCK_SOURCE_SYSTEM, 0, 0};
   tickclock_config tsc = {TICKCLOCK_SOURCE_TSC, 0, 0};
   if (p == "counter") return tickclock_init(&tsc) == TICKCLOCK_OK ? TICKCLOCK_READ_COUNTER : -1;
+  if (p == "system") return tickclock_init(&sys) == TICKCLOCK_OK ? TICKCLOCK_READ_OS : -1;
   if (p == "os_mapped") {
     if (tickclock_init(&tsc) != TICKCLOCK_OK || tickclock_init(&sys) != TICKCLOCK_OK) return -1;
     return TICKCLOCK_READ_OS;
@@ -100,10 +104,10 @@ int main(int argc, char** argv) {
   argc = out;
   int want = Setup(g_path);
   if (want == -2) {
-    std::fprintf(
-        stderr,
-        "path_bench: --path=%s: expected counter, os_mapped, counter_mapped or os_syscall\n",
-        g_path.c_str());
+    std::fprintf(stderr,
+                 "path_bench: --path=%s: expected counter, system, os_mapped, counter_mapped or "
+                 "os_syscall\n",
+                 g_path.c_str());
     return 2;
   }
   const tickclock_info* i = tickclock_info_get();

@@ -43,8 +43,9 @@ def paths(out_dir, out_json):
     (path_bench, one process per path) against that process's own bare
     RDTSC, vDSO clock_gettime and system-call clock_gettime."""
     table = {}
-    print("  %-15s %10s %10s %10s %10s" % ("path", "now ns", "/rdtsc", "/vdso", "/syscall"))
-    for p in ("counter", "os_mapped", "counter_mapped", "os_syscall"):
+    print("  %-15s %10s %10s %10s %10s %12s %12s" % ("path", "now ns", "/rdtsc", "/vdso", "/syscall",
+                                                  "now+to_ns ns", "/vdso"))
+    for p in ("counter", "system", "os_mapped", "counter_mapped", "os_syscall"):
         f = os.path.join(out_dir, "path_%s.json" % p)
         if not os.path.exists(f):
             print("  %-15s %10s" % (p, "not run"))
@@ -54,10 +55,14 @@ def paths(out_dir, out_json):
         base = {k: figs.get("BM_path/" + k, {}).get("ns")
                 for k in ("rdtsc", "clock_gettime_vdso", "clock_gettime_syscall")}
         r = {k: (now / v if now and v else None) for k, v in base.items()}
-        table[p] = {"now_ns": now, "ratio": r}
+        conv = figs.get("BM_path/tickclock_now_to_ns", {}).get("ns")
+        vdso = base["clock_gettime_vdso"]
+        rc = conv / vdso if conv and vdso else None
+        table[p] = {"now_ns": now, "ratio": r, "now_to_ns_ns": conv, "now_to_ns_vs_vdso": rc}
         fmt = lambda x: "%10.3f" % x if x is not None else "%10s" % "-"
-        print("  %-15s %10.2f %s %s %s" % (p, now or 0, fmt(r["rdtsc"]), fmt(r["clock_gettime_vdso"]),
-                                          fmt(r["clock_gettime_syscall"])))
+        print("  %-15s %10.2f %s %s %s %12.2f %12s" % (
+            p, now or 0, fmt(r["rdtsc"]), fmt(r["clock_gettime_vdso"]),
+            fmt(r["clock_gettime_syscall"]), conv or 0, fmt(rc)))
     with open(out_json, "w") as f:
         json.dump(table, f, indent=1)
 
@@ -123,6 +128,27 @@ def main():
                     ratio(ns("BM_interval/duration_get/tsc"), ns("BM_interval/tickclock/tsc")),
                     "<=", None))
 
+    # ---- tickclock_to_ns through the published state: readings vs ticks ahead
+    now_conv = ns("BM_to_ns/tickclock/now")
+    up1 = ns("BM_to_ns/tickclock/uptime_1s")
+    for a in ["now", "1s", "1y", "100y", "uptime_1s", "uptime_100y"]:
+        name = f"BM_to_ns/tickclock/{a}"
+        rows.append(("to_ns", name, ns(name),
+                     ratio(ns(name), up1 if a.startswith("uptime") else now_conv),
+                     "uptime 1 s" if a.startswith("uptime") else "a recent reading",
+                     figs.get(name, {}).get("median_ns"), errors.get(name)))
+    targets.append(("to_ns at 100 years of uptime / at 1 s (absolute ticks, no slow path)",
+                    ratio(ns("BM_to_ns/tickclock/uptime_100y"), up1), "<=", 1.05))
+    targets.append(("to_ns of a tick 100 years ahead / of a recent reading",
+                    ratio(ns("BM_to_ns/tickclock/100y"), now_conv), "<=", 1.05))
+    targets.append(("to_ns of a tick 1 s ahead / of a recent reading [info]",
+                    ratio(ns("BM_to_ns/tickclock/1s"), now_conv), "<=", None))
+    for name in ("BM_interval/duration_get/tsc", "BM_interval/duration_get_2threads/tsc/threads:2",
+                 "BM_interval/duration_get_long/tsc"):
+        f = figs.get(name)
+        targets.append((f"{name.split('/')[2]}: median ns per op [info]",
+                        f["median_ns"] if f else None, "<=", None))
+
     # ---- conversion
     uptimes = ["1s", "3d", "1y", "100y"]
     for scheme in ["tickclock", "pg19", "double"]:
@@ -180,6 +206,7 @@ def main():
             alt_name = {"reads": "x clock_gettime", "interval": "x rdtsc",
                         "conversion": "x own@1s", "batch": "speed-up",
                         "sampler": "ns over baseline",
+                        "to_ns": "median ns",
                         "executor": ""}[s]
             print(f"-- {s} (alt column: {alt_name})")
             sec = s

@@ -266,6 +266,67 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "a suspend inside a short and a long interval: bounded either way; the time suspended is read "
+    "only for an interval that can hold one") {
+  if (fake::no_counter("a suspend in a short interval")) return;
+  for (int counts = 1; counts >= 0; counts--) {
+    CAPTURE(counts);
+    World f;
+    f.w.counts_in_suspend = counts;
+    f.start(10);
+    f.run(UINT64_C(100000000));  // 100 ms with checks
+    tickclock_duration d;
+    // no suspend: a 1 us interval reads no clock for it, a 2 ms one does
+    uint64_t a0 = tickclock_now();
+    f.w.now_ns += 1000;
+    uint64_t a1 = tickclock_now(), reads = f.w.suspended_reads;
+    REQUIRE(tickclock_duration_get(a0, a1, &d) == TICKCLOCK_OK);
+    CHECK(f.w.suspended_reads == reads);
+    CHECK(d.flags == 0);
+    check_within(d, tsc_ns(a0, a1));
+    f.w.now_ns += 2000000;
+    uint64_t a2 = tickclock_now();
+    REQUIRE(tickclock_duration_get(a0, a2, &d) == TICKCLOCK_OK);
+    CHECK(f.w.suspended_reads > reads);
+    CHECK(d.flags == 0);
+    // a 5 s suspend 500 ns into a 1 us interval (awake time), which lies
+    // at the end of a 20 ms one; no check has run since the suspend
+    uint64_t l0 = tickclock_now();
+    f.run(UINT64_C(20000000));
+    uint64_t s0 = tickclock_now();
+    f.w.now_ns += 500;
+    f.w.suspend(UINT64_C(5000000000));
+    f.w.now_ns += 500;
+    uint64_t s1 = tickclock_now();
+    double counted = tsc_ns(s0, s1);  // what the counter counted
+    double awake = counted - (counts ? 5e9 : 0);
+    REQUIRE(tickclock_duration_get(s0, s1, &d) == TICKCLOCK_OK);
+    // CLOCK_MONOTONIC_RAW counts the time awake: always within the bound
+    check_within(d, awake);
+    if (counts) {
+      // counted: the interval is 5 s long, the suspend found and bounded
+      CHECK((d.flags & TICKCLOCK_DURATION_SPANS_SUSPEND) != 0);
+      CHECK(d.bound_ns >= UINT64_C(5000000000));
+      check_within(d, awake + 5e9);
+    } else {
+      // not counted: 1 us of ticks, nothing to correct against the raw
+      // clock, and too short to hold a suspend the machine went through
+      // (so the time suspended is not read)
+      CHECK(d.ns < 2000);
+      CHECK(d.bound_ns < 1000);
+    }
+    // the 20 ms interval holding it: found (read now, or seen by the check
+    // the later tick made due), both the awake and the whole time bounded
+    REQUIRE(tickclock_duration_get(l0, s1, &d) == TICKCLOCK_OK);
+    CHECK((d.flags & TICKCLOCK_DURATION_SPANS_SUSPEND) != 0);
+    CHECK(d.bound_ns >= UINT64_C(5000000000));
+    double l_awake = tsc_ns(l0, s1) - (counts ? 5e9 : 0);
+    check_within(d, l_awake);
+    check_within(d, l_awake + 5e9);
+  }
+}
+
 TEST_CASE("a suspend stays in an interval's bound however many suspends come after it") {
   if (fake::no_counter("suspends after an interval")) return;
   World f;

@@ -239,6 +239,86 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "ticks from the future: what is due runs at most once per deadline; readings still "
+    "re-validate") {
+  if (no_counter("ticks from the future")) return;
+  Installed f;
+  const tickclock_info *i = f.init();
+  REQUIRE(i->source == kCnt);
+  tickclock_revalidate_every(10);
+  f.w.now_ns += 15000000;  // 15 ms: the rate check is due
+  const uint64_t ms = f.w.hz() / 1000;
+  // 60 years (past the 50 the far range starts at; under 2^63 ticks of the
+  // s390x TOD, so delta_ns stays positive) and 1 s
+  for (uint64_t ahead_s : {UINT64_C(1892160000), UINT64_C(1)}) {
+    CAPTURE(ahead_s);
+    uint64_t ahead = f.w.hz() * ahead_s, now = tickclock_now();
+    // the first tick from the future goes out of line once: the work due
+    // by the counter's time now, a counter read; 999 more ticks within a
+    // millisecond of it read nothing (before: every one read the counter)
+    (void)tickclock_to_ns(now + ahead);
+    uint64_t reads = f.w.counter_reads;
+    for (uint64_t k = 1; k < 1000; k++) {
+      uint64_t t = now + ahead + (k * 7919) % ms - ms / 2;
+      CHECK(tickclock_to_ns(t) == tickclock_to_ns(t));
+      CHECK(tickclock_delta_ns(now, t) > 0);
+    }
+    CHECK(f.w.counter_reads == reads);
+    // a reading past the next deadline runs what is due (the deadline
+    // moves), after which a tick from the future goes out of line once more
+    f.w.now_ns += 15000000;
+    uint64_t checks = f.w.counter_reads;
+    (void)tickclock_to_ns(tickclock_now());
+    CHECK(f.w.counter_reads > checks + 2);  // the rate check's brackets
+    reads = f.w.counter_reads;
+    (void)tickclock_to_ns(now + ahead);
+    CHECK(f.w.counter_reads == reads + 1);
+    (void)tickclock_to_ns(now + ahead + 1);
+    CHECK(f.w.counter_reads == reads + 1);
+  }
+  // The counter jumps 1 s forward, into the ticks seen ahead (1 s ahead,
+  // within 50 ms either side): readings there skip the out-of-line path
+  // for at most 100 ms of counter time, then the check sees the jump.
+  f.w.offset += f.w.ticks(1000000000);
+  uint64_t t_jump = f.w.now_ns;
+  while (tkc_g_source == kCnt && f.w.now_ns - t_jump < 1000000000) {
+    f.w.now_ns += 1000000;
+    (void)tickclock_to_ns(tickclock_now());
+  }
+  INFO(tickclock_info_get()->why);
+  CHECK(tkc_g_source == TICKCLOCK_SOURCE_SYSTEM);
+  CHECK(f.w.now_ns - t_jump <= 100000000 + 10000000 + 1000000);  // the range, a period, a step
+  CHECK(f.w.now_ns - t_jump > 10000000);  // it did skip: the readings lay in the range
+  tickclock_revalidate_every(0);
+}
+
+TEST_CASE(
+    "a reading a little ahead of the counter read after it (another CPU's) is not noted "
+    "as ahead: the readings after it are checked on time") {
+  if (no_counter("a reading a little ahead")) return;
+  Installed f;
+  const tickclock_info *i = f.init();
+  REQUIRE(i->source == kCnt);
+  tickclock_revalidate_every(10);
+  // the counter 100 us before the deadline, a reading 20 us past it
+  uint64_t d = tkc_g_reval_deadline, before = (uint64_t)f.w.ticks(100000);
+  REQUIRE(d != UINT64_MAX);
+  while (tickclock_now() < d - before) f.w.now_ns += 10000;
+  uint64_t t = d + (uint64_t)f.w.ticks(20000);
+  (void)tickclock_to_ns(t);  // out of line: nothing due by the counter yet
+  uint64_t reads = f.w.counter_reads;
+  (void)tickclock_to_ns(t);  // not left alone: out of line again
+  CHECK(f.w.counter_reads == reads + 1);
+  // once the counter passes the deadline, the next reading runs the check
+  f.w.now_ns += 200000;
+  reads = f.w.counter_reads;
+  (void)tickclock_to_ns(tickclock_now());
+  CHECK(f.w.counter_reads > reads + 2);
+  CHECK(tkc_g_reval_deadline > d);
+  tickclock_revalidate_every(0);
+}
+
 TEST_CASE("the kernel renaming tsc-early to tsc is no change of clocksource; tsc-early to hpet is" *
           doctest::test_suite("x86")) {
   if (x86_only("tsc-early renamed tsc")) return;
@@ -517,6 +597,47 @@ TEST_CASE("one tick unit: a re-calibration and two switches keep earlier ticks c
   CHECK(first->generation + 3 == back->generation);
   CHECK(first->read_path == TICKCLOCK_READ_COUNTER);
   CHECK(os->source == TICKCLOCK_SOURCE_SYSTEM);
+}
+
+TEST_CASE(
+    "the OS clock first: tickclock_now() is the OS clock's ns plus the state's offset, "
+    "to_ns the identity") {
+  Installed f;
+  tkc_set_platform(&f.p);
+  tickclock_config sys = {TICKCLOCK_SOURCE_SYSTEM, 0, 0};
+  REQUIRE(tickclock_init(&sys) == TICKCLOCK_OK);
+  const tickclock_info *i = tickclock_info_get();
+  REQUIRE(i->read_path == TICKCLOCK_READ_OS);
+  REQUIRE(i->src_is_unit == 1);
+  CHECK(i->scaled == 0);
+  for (int k = 0; k < 3; k++) {
+    f.w.now_ns += 1000003;
+    uint64_t t = tickclock_now();  // the clock read: the fake's time after it
+    CHECK(t == i->base_ticks + (f.w.now_ns - i->src_base));
+    CHECK(tickclock_to_ns(t) == t);
+    uint64_t o = tickclock_now_ordered();
+    CHECK(o == i->base_ticks + (f.w.now_ns - i->src_base));
+  }
+  // the counter (mapped into the OS clock's ns) and the OS clock again:
+  // the unit's ticks now run ahead of the clock's own ns by an offset
+  if (kCnt != 0) {
+    REQUIRE(tickclock_init(NULL) == TICKCLOCK_OK);
+    f.w.now_ns += 7000000;
+    uint64_t before = tickclock_now();
+    f.w.offset += f.w.ticks(3000000);  // the counter 3 ms ahead of the clock
+    f.w.now_ns += 7000000;
+    uint64_t ahead = tickclock_now();
+    REQUIRE(tickclock_init(&sys) == TICKCLOCK_OK);
+    i = tickclock_info_get();
+    REQUIRE(i->read_path == TICKCLOCK_READ_OS);
+    INFO("base_ticks " << i->base_ticks << " src_base " << i->src_base);
+    CHECK(i->base_ticks != i->src_base);
+    f.w.now_ns += 1000;
+    uint64_t t = tickclock_now();
+    CHECK(t == i->base_ticks + (f.w.now_ns - i->src_base));
+    CHECK(t >= ahead);
+    CHECK(ahead > before);
+  }
 }
 
 TEST_CASE(

@@ -47,6 +47,31 @@ TEST_CASE("tkc_map: the raw counter is the unit; an offset source adds; another 
   CHECK(tkc_map(&os, 1000) == 2000u);
 }
 
+TEST_CASE("tkc_map: a source in nanoseconds skips its own conversion and maps exactly as before") {
+  // the OS clock (1 GHz: the identity) in a 2.1 GHz counter's unit
+  tickclock_info os = state(TICKCLOCK_SOURCE_TSC, UINT64_C(2100000000), 5000, 0);
+  os.read_path = TICKCLOCK_READ_OS;
+  os.src_is_unit = 0;
+  os.src_base = 100;
+  REQUIRE(tickclock_conv_init(&os.src_conv, kGHz, 1) == TICKCLOCK_OK);
+  tickclock_info slow = os;  // a rate a hair off 1 GHz takes the general path
+  REQUIRE(tickclock_conv_init(&slow.src_conv, kGHz + 1, 1) == TICKCLOCK_OK);
+  uint64_t x = 0x9E3779B97F4A7C15u;
+  for (int k = 0; k < 2000; k++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    uint64_t r = (k < 64) ? (UINT64_C(1) << k) : x >> (x & 31);
+    uint64_t d = r >= os.src_base ? r - os.src_base : 0;
+    CAPTURE(r);
+    CHECK(tkc_map(&os, r) == os.base_ticks + tickclock_conv_ns_to_ticks(&os.conv, d));
+    uint64_t ns = tickclock_conv_ticks_to_ns(&slow.src_conv, d);
+    CHECK(tkc_map(&slow, r) == slow.base_ticks + tickclock_conv_ns_to_ticks(&slow.conv, ns));
+  }
+  // a source of 750 MHz (1.33 ns a tick: an integer part of 1 too) converts
+  tickclock_info m = os;
+  REQUIRE(tickclock_conv_init(&m.src_conv, UINT64_C(750000000), 1) == TICKCLOCK_OK);
+  CHECK(tkc_map(&m, 100 + 3000) == m.base_ticks + tickclock_conv_ns_to_ticks(&m.conv, 4000));
+}
+
 TEST_CASE("tkc_after: ns ahead in unit ticks, saturating below UINT64_MAX") {
   tickclock_info s = state(TICKCLOCK_SOURCE_TSC, 3 * kGHz, 0, 0);
   CHECK(tkc_after(&s, 10, 1000) == 10u + 3000u);
