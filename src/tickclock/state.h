@@ -120,6 +120,9 @@ typedef struct tkc_check_book {
   uint64_t max_seen;      /* highest unit tick known handed out */
   int cs_known;           /* clocksource at publication */
   char cs[32];
+  /* the paravirtual clock page as last read (kind 0: none): its content
+   * changing (not just its version) means the host rewrote the clock */
+  tickclock_pvclock_page pv;
 } tkc_check_book;
 TKC_INTERNAL tkc_check_book *tkc_checks(void);
 /* The deadline the inline conversions compare with: the earlier of the

@@ -38,7 +38,7 @@ typedef struct tickclock_candidate {
 
 /* One frequency source for the counter, measured or read, and what the
  * decider made of it (the policy: src/tickclock/README.md). */
-#define TICKCLOCK_MAX_FREQS 8 /* one entry per source kind (5 on x86) */
+#define TICKCLOCK_MAX_FREQS 8 /* one entry per source kind (6 on x86) */
 typedef struct tickclock_freq_candidate {
   const char *name;        /* "calibration", "perf_page", "cpuid_15h_crystal",
                               "cpuid_15h_known_crystal", "cpuid_15h_from_16h",

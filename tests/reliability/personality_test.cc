@@ -81,6 +81,15 @@ struct Personality {
     if (tsc_ns >= 1) w.read_cost_ns = (uint64_t)llround(tsc_ns);
     if (sys_ns >= 1) w.os_cost_ns = (uint64_t)llround(sys_ns);
     traps = h.meta("observed.pr_set_tsc_traps") == "yes";
+    // the paravirtual clock page as recorded there (absent: not mapped)
+    if (!h.meta("pvclock.mul").empty()) {
+      w.pv_mapped = 1;
+      w.pv.kind = TKC_PV_KVM;
+      w.pv.mul = (uint32_t)strtoul(h.meta("pvclock.mul").c_str(), nullptr, 0);
+      w.pv.shift = (int8_t)strtol(h.meta("pvclock.shift").c_str(), nullptr, 0);
+      w.pv.flags = (uint8_t)strtoul(h.meta("pvclock.flags").c_str(), nullptr, 0);
+      w.pv.version = (uint32_t)strtoul(h.meta("pvclock.version").c_str(), nullptr, 0);
+    }
     p = fake::full(&w);
     p.cpuid = fixture_cpuid;
   }
