@@ -179,7 +179,7 @@ static int tkc_cal_pending(const tickclock_evidence *ev) {
  * when the caller did not ask for a calibration of its own. 1 when the
  * caller must calibrate first. */
 static int tkc_step_published(const tickclock_evidence *ev, tickclock_info *out, tkc_choice *d) {
-  if (!ev->cal_deferrable || d->forced || ev->raw_clock_failed ||
+  if (!ev->cal_deferrable || d->forced ||
       (d->trusted != TKC_TRUST_YES && d->trusted != TKC_TRUST_IF_HV_AGREES &&
        d->trusted != TKC_TRUST_IF_PV_AGREES))
     return 1;

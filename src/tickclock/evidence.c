@@ -134,7 +134,6 @@ void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev) {
 
   ev->os_resolution_ns = tkc_os_resolution_ns();
   ev->os_read_ns = tkc_measure_read_ns(tkc_p_os_ns);
-  ev->raw_clock_failed = tkc_p_raw_ns() == 0;
 #if defined(TKC_ARCH_COUNTER)
   if (tkc_counter_executable(ev, dummy, sizeof dummy)) {
     ev->counter_read_ns = tkc_measure_read_ns(tkc_p_counter);

@@ -38,9 +38,6 @@ typedef struct tickclock_evidence {
   double os_read_ns;               /* measured, 0 if not measured */
   double os_resolution_ns;         /* clock_getres(CLOCK_MONOTONIC) */
   tickclock_calibration cal;       /* of the arch counter; ok=0 if not done */
-  int raw_clock_failed;            /* CLOCK_MONOTONIC_RAW could not be read when
-                                      gathered: nothing could ever cross-check a
-                                      published frequency, so none stands alone */
   int cal_deferrable;              /* the caller lets a published frequency be used
                                       before calibration (the first refinement
                                       cross-checks it); 0: calibrate first */

@@ -169,14 +169,22 @@ TEST_SUITE("x86") {
     CHECK(has(tsc(i)->reason, "PR_SET_TSC"));
   }
 
-  TEST_CASE("CLOCK_MONOTONIC_RAW denied: the page's rate cannot be cross-checked, the OS clock") {
+  TEST_CASE("CLOCK_MONOTONIC_RAW denied at first use: the page's rate waits for its cross-check") {
     if (fake::x86_only("the kvm-clock page")) return;
     Guest g;
     g.w.raw_fail = 1;
     const tickclock_info *i = g.start();
     INFO(i->why);
-    CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
-    CHECK(has(i->why, "CLOCK_MONOTONIC_RAW could not be read"));
+    REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);  // published, without an anchor
+    CHECK(i->freq_pending_check == 1);
+    g.w.raw_fail = 0;  // the clock is back: an anchor, then the cross-check
+    CHECK(tickclock_revalidate() == 0);
+    CHECK(backward_steps(g.w, 3000000, 10000) == 0);
+    const tickclock_info *c = tickclock_info_get();
+    INFO(c->why);
+    CHECK(c->source == TICKCLOCK_SOURCE_TSC);
+    CHECK(c->freq_pending_check == 0);
+    CHECK(c->freq_method == TICKCLOCK_FREQ_PVCLOCK);
   }
 
   // ---- the host rewrites the page after the choice ----------------------
