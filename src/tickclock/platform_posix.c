@@ -392,14 +392,16 @@ int tkc_pv_read_at(uintptr_t addr, int kind, tickclock_pvclock_page *pv) {
  * "[vvar]". */
 void tkc_native_pvclock(int kind, tickclock_pvclock_page *pv) {
 #if defined(__linux__) && defined(TKC_X86)
-  long pg = sysconf(_SC_PAGESIZE);
-  uintptr_t page = pg > 0 ? (uintptr_t)pg : 4096u;
   uintptr_t a;
   int r;
   memset(pv, 0, sizeof *pv);
   if (kind != TKC_PV_KVM && kind != TKC_PV_HYPERV) return;
+  /* found before: read it, nothing else (the checks may run in a signal
+   * handler) */
   a = TKC_LOAD_ACQUIRE(&tkc_g_pv_addr[kind]);
   if (a == 0) {
+    long pg = sysconf(_SC_PAGESIZE);
+    uintptr_t page = pg > 0 ? (uintptr_t)pg : 4096u;
     uintptr_t v = tkc_maps_find("[vvar_vclock]");
     if (v != 0 && v != UINTPTR_MAX) {
       a = v + (kind == TKC_PV_KVM ? 0 : page);
