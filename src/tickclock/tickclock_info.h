@@ -42,11 +42,13 @@ typedef struct tickclock_candidate {
 typedef struct tickclock_freq_candidate {
   const char *name;        /* "calibration", "perf_page", "cpuid_15h_crystal",
                               "cpuid_15h_known_crystal", "cpuid_15h_from_16h",
-                              "cpuid_16h", "hypervisor_40000010", "xen_leaf3" */
+                              "cpuid_16h", "hypervisor_40000010", "xen_leaf3",
+                              "pvclock_page" */
   int method;              /* tickclock_freq_method */
   int available;           /* 1: the source gave a frequency; 0: see reason
                               (names then: "calibration", "perf_page",
-                              "cpuid_15h", "hypervisor", "cpuid_16h") */
+                              "cpuid_15h", "hypervisor", "cpuid_16h",
+                              "pvclock_page") */
   uint64_t hz_num, hz_den; /* reduced rational, Hz; 0/0 when unavailable */
   double hz;
   double uncertainty_ppm;    /* the source's own quantisation / measurement bound */
