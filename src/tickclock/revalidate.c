@@ -141,7 +141,7 @@ static double tkc_pv_ns(const tickclock_pvclock_page *p, uint64_t tsc) {
  *    so (TICKCLOCK_DURATION_SPANS_BOUNDED_SWITCH).
  * A torn or missing reading is inconclusive: the next check reads again.
  * 1 when it published. */
-static int tkc_pv_check_locked(const tickclock_info *s) {
+int tkc_pv_check_locked(const tickclock_info *s) {
   tkc_check_book *bk = tkc_checks();
   tickclock_pvclock_page now;
   tickclock_freq c;

@@ -209,6 +209,11 @@ TKC_INTERNAL int tkc_rdtsc_disabled_locked(const tickclock_info *s);
  * enabled for this thread); with_io: also the kernel's clocksource, which
  * needs a file read. TICKCLOCK_SWITCHED when it switched to the OS clock. */
 TKC_INTERNAL int tkc_revalidate_locked(int with_io);
+/* The paravirtual clock page the published counter state was trusted by,
+ * read again: a content change republishes (or leaves the counter); 1
+ * when it published. Before any refinement, whose calibration would
+ * otherwise span the change. Async-signal-safe (a ready slot). */
+TKC_INTERNAL int tkc_pv_check_locked(const tickclock_info *s);
 /* A counter state published without a sample to check against takes one
  * now (nothing is checked until one is had). */
 TKC_INTERNAL void tkc_anchor_again(const tickclock_info *s);
