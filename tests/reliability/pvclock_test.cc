@@ -346,7 +346,7 @@ TEST_SUITE("x86") {
     g.w.pv.version += 2;
     uint64_t reads = g.w.pv_reads;
     CHECK(tickclock_revalidate() == 0);  // torn: no verdict from it
-    CHECK(g.w.pv_reads > reads);  // read, and found torn
+    CHECK(g.w.pv_reads > reads);         // read, and found torn
     CHECK(tickclock_info_get()->generation == gen);
     g.w.pv_torn = 0;
     CHECK(tickclock_revalidate() == TICKCLOCK_SWITCHED);  // the next check sees it
