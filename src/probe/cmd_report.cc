@@ -15,6 +15,56 @@
 
 namespace tickclock_probe {
 
+namespace {
+// The kernel's paravirtual clock page as the gatherer read it, and its
+// checks' verdict (the claim the decider reads): null where the
+// clocksource keeps no such page.
+std::string pvclock_json(const tickclock_evidence &ev) {
+  const tickclock_freq *c = tkt_pv_claim(&ev);
+  const tickclock_pvclock_page &p = ev.pv;
+  if (c == nullptr || (p.kind == 0 && p.absent == 0)) return "null";
+  bool kvm = p.kind == TKT_PV_KVM, hv = p.kind == TKT_PV_HYPERV;
+  double hz = c->ok ? (double)c->hz_num / (double)c->hz_den : 0;
+  std::string o = "{\"kind\":" + std::string(kvm ? "\"pvclock\"" : hv ? "\"hyperv\"" : "null");
+  o += ",\"read\":" + json_b(p.kind != 0);
+  o += ",\"version\":" + (kvm ? json_u(p.version) : "null");
+  o += ",\"flags\":" + (kvm ? json_u(p.flags) : "null");
+  o += ",\"stable\":" + (kvm ? json_b((p.flags & TKT_PVCLOCK_STABLE) != 0) : "null");
+  o += ",\"tsc_to_system_mul\":" + (kvm ? json_u(p.mul) : "null");
+  o += ",\"tsc_shift\":" + (kvm ? std::to_string((int)p.shift) : "null");
+  o += ",\"tsc_timestamp\":" + (kvm ? json_u(p.tsc_timestamp) : "null");
+  o += ",\"system_time\":" + (kvm ? json_u(p.system_time) : "null");
+  o += ",\"tsc_sequence\":" + (hv ? json_u(p.sequence) : "null");
+  o += ",\"tsc_scale\":" + (hv ? json_u(p.scale) : "null");
+  o += ",\"tsc_offset\":" + (hv ? std::to_string((long long)p.offset) : "null");
+  o += ",\"valid\":" + json_b(c->ok != 0);
+  o += ",\"hz\":" + (c->ok ? json_hz(hz) : "null");
+  o +=
+      ",\"reason\":" +
+      json_str(c->ok ? "every check passed: even version, stable, mul and shift in range" : c->why);
+  return o + "}";
+}
+
+void print_pvclock(const tickclock_evidence &ev) {
+  const tickclock_freq *c = tkt_pv_claim(&ev);
+  const tickclock_pvclock_page &p = ev.pv;
+  if (c == nullptr || (p.kind == 0 && p.absent == 0)) return;
+  if (p.kind == TKT_PV_KVM)
+    std::printf("  %-22s version %u, flags 0x%x (%s), mul %u, shift %d, tsc_timestamp %" PRIu64
+                ", system_time %" PRIu64 "\n",
+                "clock page", (unsigned)p.version, (unsigned)p.flags,
+                (p.flags & TKT_PVCLOCK_STABLE) ? "stable" : "not stable", (unsigned)p.mul,
+                (int)p.shift, p.tsc_timestamp, p.system_time);
+  else if (p.kind == TKT_PV_HYPERV)
+    std::printf("  %-22s sequence %u, scale 0x%016" PRIx64 ", offset %lld\n", "clock page",
+                (unsigned)p.sequence, p.scale, (long long)p.offset);
+  if (c->ok)
+    std::printf("  %-22s valid: %.6f MHz\n", "", (double)c->hz_num / (double)c->hz_den / 1e6);
+  else
+    std::printf("  %-22s %s\n", p.kind ? "" : "clock page", c->why);
+}
+}  // namespace
+
 int cmd_report(int argc, char **argv) {
   bool json = false;
   parse_options(argc, argv, "--json, or a subcommand: try --help", [&](const Option &o) {
@@ -74,6 +124,7 @@ int cmd_report(int argc, char **argv) {
          (ev.available_known ? json_str(ev.available_clocksource) : "null");
     o += ",\"invariant_tsc\":" +
          (x86 && ev.x86.invariant_known ? json_b(ev.x86.invariant_tsc) : "null");
+    o += ",\"pvclock\":" + pvclock_json(ev);
     std::printf("%s}\n", o.c_str());
     return 0;
   }
@@ -99,6 +150,7 @@ int cmd_report(int argc, char **argv) {
                 !ev.x86.invariant_known ? "unknown"
                 : ev.x86.invariant_tsc  ? "yes"
                                         : "no");
+  print_pvclock(ev);
   std::printf("\n  candidates:\n    %-10s %-7s %-7s %10s  %s\n", "source", "usable", "chosen",
               "read", "reason");
   for (unsigned k = 0; k < i->n_candidates; k++) {

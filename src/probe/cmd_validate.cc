@@ -179,6 +179,21 @@ int cmd_validate(int argc, char **argv) {
     }
     if (counter)
       std::fprintf(fx, "# calibration_hz: %" PRIu64 "/%" PRIu64 "\n", info->hz_num, info->hz_den);
+    // the kvm-clock page as read here: a replay decides from it again
+    if (r.ev.pv.kind == TKT_PV_KVM) {
+      std::fprintf(fx, "# pvclock.version: %u\n# pvclock.flags: 0x%x\n", (unsigned)r.ev.pv.version,
+                   (unsigned)r.ev.pv.flags);
+      std::fprintf(fx, "# pvclock.mul: %u\n# pvclock.shift: %d\n", (unsigned)r.ev.pv.mul,
+                   (int)r.ev.pv.shift);
+      std::fprintf(fx, "# pvclock.tsc_timestamp: %" PRIu64 "\n# pvclock.system_time: %" PRIu64 "\n",
+                   r.ev.pv.tsc_timestamp, r.ev.pv.system_time);
+    } else if (tkt_pv_claim(&r.ev) != nullptr && r.ev.pv.absent != 0) {
+      std::fprintf(fx, "# pvclock.absent: %s\n",
+                   r.ev.pv.absent == TKT_PV_ABSENT_UNMAPPED  ? "unmapped"
+                   : r.ev.pv.absent == TKT_PV_ABSENT_TORN    ? "torn"
+                   : r.ev.pv.absent == TKT_PV_ABSENT_NO_MAPS ? "no_maps"
+                                                             : "no_mapping");
+    }
     for (unsigned k = 0; k < info->n_candidates; k++)
       if (info->candidates[k].read_ns > 0)
         std::fprintf(fx, "# read_ns.%s: %.1f\n", info->candidates[k].name,

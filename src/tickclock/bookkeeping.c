@@ -18,7 +18,8 @@
 
 /* ---- the checks' records and the deadline ------------------------------ */
 static tkc_check_book tkc_bk = {
-    TICKCLOCK_CHECK_DEFAULT_MS, UINT64_MAX, 0, {0, 0, 0, 0}, {0, 0, 0, 0}, 0, 0, {0}};
+    TICKCLOCK_CHECK_DEFAULT_MS,       UINT64_MAX, 0, {0, 0, 0, 0}, {0, 0, 0, 0}, 0, 0, {0},
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
 
 #if !defined(TICKCLOCK_STATIC) /* TICKCLOCK_STATIC: tickclock.h defines it */
 /* Unit tick at which tickclock_to_ns runs the periodic re-validation. */
@@ -58,6 +59,7 @@ int tkc_checks_published(const tickclock_info *old, const tickclock_info *slot, 
   if (counter && ev != NULL) {
     tkc_bk.cs_known = ev->clocksource_known;
     tkc_strlcpy(tkc_bk.cs, ev->clocksource, sizeof tkc_bk.cs);
+    tkc_bk.pv = ev->pv;
   }
   /* (a raw counter's base lies a guard ahead: not a reading) */
   if (old != NULL && slot->read_path != TICKCLOCK_READ_COUNTER)
@@ -73,6 +75,7 @@ void tkc_checks_reset(void) {
   tkc_ahead_note(UINT64_MAX, UINT64_MAX, 0);
   tkc_bk.chk_on = 0;
   tkc_bk.max_seen = 0;
+  memset(&tkc_bk.pv, 0, sizeof tkc_bk.pv);
   tkc_bk.reval_ms = TICKCLOCK_CHECK_DEFAULT_MS;
   tkc_bk.reval_at = UINT64_MAX;
 }

@@ -92,4 +92,6 @@ void tkc_list_claims(tickclock_evidence *ev) {
   tkc_perf_claim(ev, &c);
   tkc_claim_add(ev, &c);
   for (i = 0; i < TKC_X86_CLAIMS; i++) tkc_claim_add(ev, &ev->x86.claims[i]);
+  tkc_pv_claim(&ev->pv, ev->clocksource, &c);
+  tkc_claim_add(ev, &c);
 }

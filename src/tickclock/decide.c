@@ -143,6 +143,20 @@ static const char *tkc_frequency_failure(const tickclock_evidence *ev, tickclock
       if (!d->forced) return d->trust_why; /* a forced TSC stays, with this as its caveat */
     }
   }
+  if (d->trusted == TKC_TRUST_IF_PV_AGREES) {
+    unsigned i;
+    int agreed = 0;
+    for (i = 0; i < out->n_freqs; i++)
+      if (out->freqs[i].method == TICKCLOCK_FREQ_PVCLOCK && out->freqs[i].usable) agreed = 1;
+    if (!agreed) {
+      tkc_fmt(d->trust_why, sizeof d->trust_why,
+              "the kernel's clock is the paravirtual '%s' and its clock page's TSC rate "
+              "disagrees with calibration",
+              ev->clocksource);
+      d->trusted = TKC_TRUST_NO;
+      if (!d->forced) return d->trust_why;
+    }
+  }
   d->fc = tkc_pick_freq(ev, out, d->freq_src);
   if (d->fc == NULL) return "no frequency source agrees with calibration";
   if (tickclock_conv_init(&out->conv, d->fc->hz_num, d->fc->hz_den) != TICKCLOCK_OK) {
@@ -166,13 +180,15 @@ static int tkc_cal_pending(const tickclock_evidence *ev) {
  * caller must calibrate first. */
 static int tkc_step_published(const tickclock_evidence *ev, tickclock_info *out, tkc_choice *d) {
   if (!ev->cal_deferrable || d->forced ||
-      (d->trusted != TKC_TRUST_YES && d->trusted != TKC_TRUST_IF_HV_AGREES))
+      (d->trusted != TKC_TRUST_YES && d->trusted != TKC_TRUST_IF_HV_AGREES &&
+       d->trusted != TKC_TRUST_IF_PV_AGREES))
     return 1;
   tkc_collect_freqs(ev, out, d->freq_src);
   tkc_check_freqs(ev, out, d->freq_src, 1);
   d->fc = tkc_pick_freq(ev, out, d->freq_src);
   if (d->fc == NULL ||
       (d->trusted == TKC_TRUST_IF_HV_AGREES && d->fc->method != TICKCLOCK_FREQ_HYPERVISOR) ||
+      (d->trusted == TKC_TRUST_IF_PV_AGREES && d->fc->method != TICKCLOCK_FREQ_PVCLOCK) ||
       tickclock_conv_init(&out->conv, d->fc->hz_num, d->fc->hz_den) != TICKCLOCK_OK)
     return 1;
   out->freq_pending_check = 1;
@@ -223,16 +239,19 @@ static void tkc_record_counter(const tickclock_evidence *ev, tickclock_info *out
     tkc_fmt(cnt->reason, sizeof cnt->reason, "forced by %s although %s", tkc_forced_by(d->forced),
             d->trust_why);
   else {
-    const char *basis = ev->arch_counter != TICKCLOCK_SOURCE_TSC ? "counter trusted"
-                        : d->trusted == TKC_TRUST_IF_HV_AGREES && out->freq_pending_check
-                            ? "kernel offers tsc, hypervisor frequency"
-                        : d->trusted == TKC_TRUST_IF_HV_AGREES
-                            ? "kernel offers tsc, hypervisor frequency agrees"
-                        : ev->os_linux     ? "invariant TSC, clocksource tsc"
-                        : ev->warp_checked ? "invariant TSC, no kernel verdict, warp check passed"
-                        : ev->cpu_packages == 1 ? "invariant TSC, one package, no kernel verdict"
-                                                : "invariant TSC, no kernel verdict, packages "
-                                                  "unknown";
+    const char *basis =
+        ev->arch_counter != TICKCLOCK_SOURCE_TSC ? "counter trusted"
+        : d->trusted == TKC_TRUST_IF_HV_AGREES && out->freq_pending_check
+            ? "kernel offers tsc, hypervisor frequency"
+        : d->trusted == TKC_TRUST_IF_HV_AGREES ? "kernel offers tsc, hypervisor frequency agrees"
+        : d->trusted == TKC_TRUST_IF_PV_AGREES && out->freq_pending_check
+            ? "paravirtual clock page stable, its rate"
+        : d->trusted == TKC_TRUST_IF_PV_AGREES ? "paravirtual clock page stable, its rate agrees"
+        : ev->os_linux                         ? "invariant TSC, clocksource tsc"
+        : ev->warp_checked      ? "invariant TSC, no kernel verdict, warp check passed"
+        : ev->cpu_packages == 1 ? "invariant TSC, one package, no kernel verdict"
+                                : "invariant TSC, no kernel verdict, packages "
+                                  "unknown";
     char cost[48];
     if (ev->counter_read_ns <= 0)
       tkc_strlcpy(cost, "read cost not measured", sizeof cost);

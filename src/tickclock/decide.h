@@ -77,9 +77,12 @@ TKC_INTERNAL int tkc_counter_executable(const tickclock_evidence *ev, char *why,
 #define TKC_TRUST_NO 0
 #define TKC_TRUST_YES 1
 #define TKC_TRUST_IF_HV_AGREES 2 /* paravirt clock: needs the hypervisor leaf to agree */
+#define TKC_TRUST_IF_PV_AGREES 3 /* paravirt clock: its page's rate must agree */
 /* Policy steps 2-4 for the executable counter: a TKC_TRUST_*
  * verdict, the reason in why when it is not TRUST_YES. */
 TKC_INTERNAL int tkc_counter_trusted(const tickclock_evidence *ev, char *why, size_t n);
+/* The clock page's claim in ev's list, or NULL (not x86). */
+TKC_INTERNAL const tickclock_freq *tkc_pv_claim_of(const tickclock_evidence *ev);
 /* Is cs a paravirtual clocksource (kvm-clock, Hyper-V's, Xen's)? */
 TKC_INTERNAL int tkc_is_paravirt_clock(const char *cs);
 /* Does the kernel's clock_gettime execute the counter's read too (the

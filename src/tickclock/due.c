@@ -40,6 +40,12 @@ static void tkc_due_locked(uint64_t ticks, int check_now, int may_alloc, uint64_
     *now = tkc_map(s, tkc_read_counter_ordered());
     if (ticks > *now) ticks = *now;
   }
+  /* the host rewrote the clock page: before a refinement measures across it */
+  if (tkc_pv_check_locked(s)) {
+    s = tkc_published();
+    if (!tkc_reads_counter(s)) return;
+    ticks = 0; /* a new state: its own schedule */
+  }
   if (tkc_refine_pending() && s->freq_pending_check && ticks >= tkc_refine_at()) {
     tkc_refine_locked(may_alloc);
     s = tkc_published();

@@ -118,6 +118,11 @@ void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev) {
   if (ev->arch_counter == TICKCLOCK_SOURCE_TSC && ev->clocksource_known &&
       strcmp(ev->clocksource, "tsc") == 0)
     tkc_p_perf_page(&ev->perf);
+  /* under a paravirtual clocksource, the page the kernel's clock scales
+   * the TSC with (one /proc/self/maps scan and a pipe, ~30 us) */
+  if (ev->arch_counter == TICKCLOCK_SOURCE_TSC && ev->clocksource_known &&
+      tkc_pv_kind_of(ev->clocksource) != TKC_PV_NONE)
+    tkc_p_pvclock(tkc_pv_kind_of(ev->clocksource), &ev->pv);
 #endif
 #endif
 

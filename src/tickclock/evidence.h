@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-#define TKC_MAX_CLAIMS (2 + TKC_X86_CLAIMS) /* calibration, perf page, the decoder's */
+#define TKC_MAX_CLAIMS (3 + TKC_X86_CLAIMS) /* calibration, perf page, the decoder's, pvclock */
 
 typedef struct tickclock_evidence {
   int arch_counter;        /* the ISA's counter source, 0 if none */
@@ -28,6 +28,7 @@ typedef struct tickclock_evidence {
   int available_known;
   char available_clocksource[128]; /* available_clocksource, e.g. "tsc hpet acpi_pm" */
   tickclock_perf_page perf;        /* x86 Linux only */
+  tickclock_pvclock_page pv;       /* x86 Linux under a paravirtual clocksource only */
   tickclock_freq arch_nominal;     /* non-x86 counters: the stated frequency
                                       (CNTFRQ_EL0, the TOD architecture, the
                                       device tree, /proc/cpuinfo timebase) */
@@ -51,7 +52,8 @@ typedef struct tickclock_evidence {
   double warp_max_ns; /* its largest backward step, ns */
   /* Every frequency source's claim, in the order the decision lists them
    * (tkc_list_claims): calibration (cal above), then on x86 the perf page
-   * and the decoder's claims (leaf 0x15, hypervisor, leaf 0x16), on other
+   * and the decoder's claims (leaf 0x15, hypervisor, leaf 0x16) and the
+   * paravirtual clock page, on other
    * ISAs the architecture's statement where there is one. */
   tickclock_freq claims[TKC_MAX_CLAIMS];
   unsigned n_claims;
@@ -61,6 +63,14 @@ typedef struct tickclock_evidence {
  * gatherer and the fixture reader end with it, and so must whatever
  * changes the facts afterwards (a calibration, a test's edit). */
 TKC_INTERNAL void tkc_list_claims(tickclock_evidence *ev);
+/* The clock page a paravirtual clocksource cs keeps (TKC_PV_*), 0 none. */
+TKC_INTERNAL int tkc_pv_kind_of(const char *cs);
+/* Pure: the page's frequency claim (TKC_SRC_PVCLOCK), or which of its
+ * checks failed (version even, stable bit, mul and shift in range; on
+ * Hyper-V a valid sequence and a scale in range). */
+TKC_INTERNAL void tkc_pv_claim(const tickclock_pvclock_page *pv, const char *cs, tickclock_freq *c);
+/* Do two readings of the page describe the same clock (version aside)? */
+TKC_INTERNAL int tkc_pv_same(const tickclock_pvclock_page *a, const tickclock_pvclock_page *b);
 
 /* Impure gathering, through the platform. */
 TKC_INTERNAL void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev);

@@ -23,7 +23,8 @@ extern "C" {
 #define TKC_SRC_LEAF16 8          /* leaf 0x16's nominal base MHz */
 #define TKC_SRC_HV_TIMING 9       /* VMware/KVM base+0x10 TSC kHz */
 #define TKC_SRC_XEN_LEAF3 10      /* Xen base+3 TSC kHz */
-#define TKC_SRC_COUNT 11
+#define TKC_SRC_PVCLOCK 11        /* the paravirtual clock page's mul/shift (scale) */
+#define TKC_SRC_COUNT 12
 
 /* A frequency claim: a source's frequency with its stated uncertainty, or
  * (ok = 0) the reason it gave none. */

@@ -33,6 +33,7 @@ static const struct {
     {TKC_SRC_LEAF15_TABLE, 1, 3, 0, 0},    {TKC_SRC_HV_TIMING, 2, 2, 1, 1},
     {TKC_SRC_XEN_LEAF3, 2, 2, 1, 1},       {TKC_SRC_CALIBRATION, 4, 4, 0, 0},
     {TKC_SRC_LEAF15_FROM_16H, 5, 5, 0, 0}, {TKC_SRC_LEAF16, 6, 6, 0, 0},
+    {TKC_SRC_PVCLOCK, 0, 0, 1, 1},
 };
 
 /* source's row in the rank table, or -1 when none names it. */

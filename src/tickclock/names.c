@@ -11,8 +11,8 @@ static const char *const tkc_source_names[TICKCLOCK_SOURCE_COUNT_] = {
     "auto", "system", "tsc", "cntvct", "timebase", "tod", "rdtime", "qpc"};
 
 static const char *const tkc_method_names[TICKCLOCK_FREQ_METHOD_COUNT_] = {
-    "none",       "identity",  "calibrated",    "cpuid_15h", "cpuid_16h",
-    "hypervisor", "perf_page", "arch_register", "os",        "config"};
+    "none",      "identity",      "calibrated", "cpuid_15h", "cpuid_16h", "hypervisor",
+    "perf_page", "arch_register", "os",         "config",    "pvclock"};
 
 const char *tickclock_source_name(int source) {
   if (source < 0 || source >= TICKCLOCK_SOURCE_COUNT_) return "unknown";

@@ -40,6 +40,19 @@ void tkc_p_perf_page(tickclock_perf_page *pp) {
   tkc_native_perf_page(pp);
 }
 
+void tkc_p_pvclock(int kind, tickclock_pvclock_page *pv) {
+  memset(pv, 0, sizeof *pv);
+  if (TKC_P(pvclock)) {
+    tkc_plat->pvclock(tkc_plat->ctx, kind, pv);
+    return;
+  }
+  if (tkc_plat != NULL && tkc_plat->counter != NULL) {
+    pv->absent = TKC_PV_ABSENT_NO_MAPPING; /* a fake counter has no page of its own */
+    return;
+  }
+  tkc_native_pvclock(kind, pv);
+}
+
 int tkc_p_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf, tickclock_cpuid_regs *out) {
   (void)ctx;
   if (TKC_P(cpuid)) return tkc_plat->cpuid(tkc_plat->ctx, leaf, subleaf, out);

@@ -41,6 +41,41 @@ typedef struct tickclock_perf_page {
   uint32_t time_shift;
 } tickclock_perf_page;
 
+/* The paravirtual clock page the kernel maps into every process for its
+ * vDSO when its clocksource is kvm-clock (KVM's pvclock_vcpu_time_info;
+ * Xen's vcpu_time_info has the same layout) or Hyper-V's TSC page. The
+ * kernel's clock there is the TSC scaled by this page:
+ *   pvclock: ns = system_time + (((tsc - tsc_timestamp) << shift) * mul >> 32)
+ *            (a negative shift shifts right), valid while version is even,
+ *            trusted by the vDSO only while flags has the stable bit;
+ *   Hyper-V: ns100 = (tsc * scale >> 64) + offset, sequence 0: invalid. */
+#define TKC_PV_NONE 0   /* no page looked for, or none found */
+#define TKC_PV_KVM 1    /* pvclock_vcpu_time_info (kvm-clock, Xen) */
+#define TKC_PV_HYPERV 2 /* ms_hyperv_tsc_page */
+/* PVCLOCK_TSC_STABLE_BIT: the host promises one TSC for every vCPU (KVM's
+ * master clock), the condition under which the vDSO reads the page. */
+#define TKC_PVCLOCK_STABLE 0x01u
+/* Why no page was read (tickclock_pvclock_page.absent). */
+#define TKC_PV_ABSENT_NOT_TRIED 0
+#define TKC_PV_ABSENT_NO_MAPPING 1 /* no [vvar_vclock] / [vvar] in /proc/self/maps */
+#define TKC_PV_ABSENT_UNMAPPED 2   /* the mapping is there, its page faults (EFAULT) */
+#define TKC_PV_ABSENT_TORN 3       /* never read twice with the same even version */
+#define TKC_PV_ABSENT_NO_MAPS 4    /* /proc/self/maps or a pipe could not be opened */
+typedef struct tickclock_pvclock_page {
+  int kind;   /* TKC_PV_* (0 with absent saying why) */
+  int absent; /* TKC_PV_ABSENT_* when kind is 0 */
+  /* pvclock_vcpu_time_info */
+  uint32_t version;
+  uint8_t flags;
+  int8_t shift;
+  uint32_t mul;
+  uint64_t tsc_timestamp, system_time;
+  /* Hyper-V's page */
+  uint32_t sequence;
+  uint64_t scale;
+  int64_t offset;
+} tickclock_pvclock_page;
+
 /* ---- the platform: everything the gatherer asks the outside world ------
  * Tests install a fake (tkc_set_platform) to replay per-CPU offsets,
  * jumps, wrap, clocksource flips, denied syscalls, trapped reads; a NULL
@@ -83,6 +118,12 @@ typedef struct tickclock_platform {
   /* Test-only build (-DTICKCLOCK_TEST_FAKE_COUNTER): the frequency register
    * the ISA's header reads (CNTFRQ_EL0), so a fake counter states its rate. */
   uint64_t (*freq_register)(void *ctx);
+  /* The paravirtual clock page of kind (TKC_PV_KVM or TKC_PV_HYPERV),
+   * read consistently (an even version unchanged across the read; the
+   * kind set only then), or kind 0 with absent saying why. Called by the
+   * gatherer, and by the checks once a page was found: then it must be
+   * async-signal-safe (no allocation, no lock, no descriptor). */
+  void (*pvclock)(void *ctx, int kind, tickclock_pvclock_page *pv);
 } tickclock_platform;
 
 /* Installs p (NULL: the native platform) and clears the system-call flag
@@ -93,6 +134,7 @@ TKC_INTERNAL void tkc_platform_install(const tickclock_platform *p);
 TKC_INTERNAL int tkc_p_read_line(const char *path, char *buf, size_t n);
 TKC_INTERNAL int tkc_p_prctl_get_tsc(void);
 TKC_INTERNAL void tkc_p_perf_page(tickclock_perf_page *pp);
+TKC_INTERNAL void tkc_p_pvclock(int kind, tickclock_pvclock_page *pv);
 /* A tickclock_cpuid_fn (ctx unused): the installed platform's CPUID. */
 TKC_INTERNAL int tkc_p_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf, tickclock_cpuid_regs *out);
 TKC_INTERNAL int tkc_p_find_line(const char *path, const char *prefix, char *buf, size_t n);
@@ -110,6 +152,19 @@ TKC_INTERNAL int tkc_native_find_line(const char *path, const char *prefix, char
 TKC_INTERNAL size_t tkc_native_read_bytes(const char *path, void *buf, size_t n);
 TKC_INTERNAL int tkc_native_prctl_get_tsc(void);
 TKC_INTERNAL void tkc_native_perf_page(tickclock_perf_page *pp);
+/* The paravirtual clock page (see tickclock_platform.pvclock): the first
+ * call finds it in /proc/self/maps and proves it readable by writing it
+ * into a pipe (EFAULT: not mapped; the kernel maps it only while a
+ * paravirtual clocksource has been used), both descriptors closed before
+ * returning; later calls read the page found, without a system call. */
+TKC_INTERNAL void tkc_native_pvclock(int kind, tickclock_pvclock_page *pv);
+#if defined(__linux__) && defined(TKC_X86)
+/* One consistent read of a page of kind at addr (an even version, the
+ * same before and after the fields; up to 1000 tries while the host
+ * writes it); 0 if none was had. The native reader's loop, exposed so
+ * that a test can race it against a writer. */
+TKC_INTERNAL int tkc_pv_read_at(uintptr_t addr, int kind, tickclock_pvclock_page *pv);
+#endif
 /* The kernel's current clocksource (see tkc_p_clocksource); 1 if read. */
 TKC_INTERNAL int tkc_native_clocksource(char *buf, size_t n);
 

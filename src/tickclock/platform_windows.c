@@ -12,6 +12,7 @@
 
 #if defined(_WIN32)
 
+#include <string.h>
 #include <stdlib.h>
 #include <windows.h>
 
@@ -92,5 +93,13 @@ int tkc_native_clocksource(char *buf, size_t n) {
 int tkc_native_prctl_get_tsc(void) { return TICKCLOCK_PRCTL_UNKNOWN; }
 
 void tkc_native_perf_page(tickclock_perf_page *pp) { (void)pp; }
+
+/* Hyper-V's reference TSC page is the kernel's own on Windows: not mapped
+ * into processes. */
+void tkc_native_pvclock(int kind, tickclock_pvclock_page *pv) {
+  (void)kind;
+  memset(pv, 0, sizeof *pv);
+  pv->absent = TKC_PV_ABSENT_NO_MAPPING;
+}
 
 #endif /* _WIN32 */

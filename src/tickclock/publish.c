@@ -221,7 +221,10 @@ static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trus
     return;
   }
   tkc_unit_keep(old, st);
-  if (counter && st->src_is_unit && old->read_path == TICKCLOCK_READ_COUNTER) {
+  /* (a counter that failed a check, its clock page rewritten, may have
+   * stepped: its raw readings no longer continue the unit, so it maps) */
+  if (counter && st->src_is_unit && old->read_path == TICKCLOCK_READ_COUNTER &&
+      trust == TKC_OLD_HEALTHY) {
     t = tkc_now_bound(old, TKC_OLD_HEALTHY, 0, &lo, &allow);
     tkc_unit_same_counter(old, st, t);
     return;

@@ -116,6 +116,103 @@ static int tkc_same_clocksource(const char *now, const char *then) {
   return strcmp(now, then) == 0 || (strcmp(then, "tsc-early") == 0 && strcmp(now, "tsc") == 0);
 }
 
+/* The paravirtual clock page's time at tsc under page p (pvclock's own
+ * formula), as signed ns relative to its system_time. */
+static double tkc_pv_ns(const tickclock_pvclock_page *p, uint64_t tsc) {
+  double d = (double)(int64_t)(tsc - p->tsc_timestamp);
+  double scale = (double)p->mul / 4294967296.0;
+  int sh = p->shift;
+  while (sh > 0) d *= 2, sh--;
+  while (sh < 0) d /= 2, sh++;
+  return d * scale;
+}
+
+/* The clock page of the state s was trusted by: read again and compared
+ * with the last reading. A version bump with the same content is normal
+ * running (the host refreshes the page); a content change is the host
+ * rewriting the clock (a restore, a migration, its master clock stepped):
+ *  - the page failing a check now (the stable bit cleared, say): the OS
+ *    clock, for good (a later decision reads the same page);
+ *  - the same rate and a continuation within the drift allowance (the
+ *    host's master clock refreshed): kept, the new content recorded;
+ *  - otherwise a new counter state at the new page's rate, its readings
+ *    mapped into the unit from an extrapolation of the last conclusive
+ *    sample: the step is bounded by it, and an interval spanning it says
+ *    so (TICKCLOCK_DURATION_SPANS_BOUNDED_SWITCH).
+ * A torn or missing reading is inconclusive: the next check reads again.
+ * 1 when it published. */
+int tkc_pv_check_locked(const tickclock_info *s) {
+  tkc_check_book *bk = tkc_checks();
+  tickclock_pvclock_page now;
+  tickclock_freq c;
+  char why[TICKCLOCK_REASON_LEN];
+  double was_mhz, step_ns;
+  int back;
+  tickclock_evidence *ev;
+  if (bk->pv.kind == TKC_PV_NONE) return 0;
+  tkc_p_pvclock(bk->pv.kind, &now);
+  if (now.kind == TKC_PV_NONE) return 0;
+  if (tkc_pv_same(&now, &bk->pv)) {
+    bk->pv.version = now.version;
+    return 0;
+  }
+  tkc_pv_claim(&now, bk->cs, &c);
+  if (!c.ok) {
+    bk->pv = now;
+    tkc_fmt(why, sizeof why, "the clock page changed: %s", c.why);
+    tkc_switch_to_os(s, why, TKC_OLD_FAILED);
+    return 1;
+  }
+  step_ns = now.kind == TKC_PV_KVM ? (double)(int64_t)(now.system_time - bk->pv.system_time) -
+                                         tkc_pv_ns(&bk->pv, now.tsc_timestamp)
+                                   : (double)(now.offset - bk->pv.offset) * 100.0;
+  if (now.kind == TKC_PV_KVM && now.mul == bk->pv.mul && now.shift == bk->pv.shift &&
+      now.tsc_timestamp >= bk->pv.tsc_timestamp &&
+      !tkc_disagree(
+          step_ns, 0,
+          TICKCLOCK_REVALIDATE_DRIFT_ABS_NS + (double)(now.system_time - bk->pv.system_time) *
+                                                  TICKCLOCK_REVALIDATE_DRIFT_PPM * 1e-6)) {
+    bk->pv = now; /* the host refreshed its master clock: the same clock */
+    return 0;
+  }
+  was_mhz = s->hz / 1e6;
+  back = now.kind == TKC_PV_KVM && now.tsc_timestamp < bk->pv.tsc_timestamp;
+  bk->pv = now;
+  ev = tkc_refine_evidence();
+  if (ev->pv.kind != now.kind) { /* not decided from the page's evidence */
+    tkc_fmt(why, sizeof why, "the clock page was rewritten (TSC %s, %.6f -> %.6f MHz)",
+            back ? "went back" : "moved", was_mhz, (double)c.hz_num / (double)c.hz_den / 1e6);
+    tkc_switch_to_os(s, why, TKC_OLD_FAILED);
+    return 1;
+  }
+  /* the decision's evidence with the new page, not calibrated: the new
+   * rate stands at once and the cross-check calibrates it again */
+  ev->pv = now;
+  memset(&ev->cal, 0, sizeof ev->cal);
+  tkc_list_claims(ev);
+  memcpy(&tkc_next, s, sizeof tkc_next);
+  tkc_next.hz_num = c.hz_num;
+  tkc_next.hz_den = c.hz_den;
+  tkc_next.hz = (double)c.hz_num / (double)c.hz_den;
+  tkc_next.freq_method = TICKCLOCK_FREQ_PVCLOCK;
+  tkc_next.freq_method_name = tickclock_freq_method_name(TICKCLOCK_FREQ_PVCLOCK);
+  tkc_next.freq_detail = c.name;
+  tkc_next.uncertainty_ppm = c.uncertainty_ppm;
+  tkc_next.freq_pending_check = 1;
+  tkc_next.resolution_ns = 1e9 / tkc_next.hz;
+  tickclock_conv_init(&tkc_next.conv, c.hz_num, c.hz_den);
+  tkc_next.revalidated = 1;
+  tkc_fmt(tkc_next.why, sizeof tkc_next.why,
+          "re-validation: the clock page was rewritten (TSC %s, its time stepped %.0f ns, "
+          "%.6f -> %.6f MHz): continued at the page's rate, the step bounded",
+          back ? "went back" : "moved", step_ns, was_mhz, tkc_next.hz / 1e6);
+  /* the spare is kept for leaving the counter; a ready slot, or none */
+  if (tkc_publish_planned(&tkc_next, s, ev, 0, 0, TKC_OLD_FAILED, 0, 0) == TICKCLOCK_OK) return 1;
+  tkc_switch_to_os(s, "the clock page was rewritten and no slot was ready for its new state",
+                   TKC_OLD_FAILED);
+  return 1;
+}
+
 /* The checks (the caller saw RDTSC enabled for this thread: see
  * tkc_rdtsc_disabled_locked); with_io: also the kernel's clocksource,
  * which needs a file read (tickclock_revalidate() only). Formats only when
@@ -129,6 +226,10 @@ int tkc_revalidate_locked(int with_io) {
   double w, dc, dr, bound;
   int step;
   if (s == NULL || !tkc_reads_counter(s) || !bk->chk_on) return 0;
+  if (tkc_pv_check_locked(s)) {
+    s = tkc_published();
+    if (!tkc_reads_counter(s)) return TICKCLOCK_SWITCHED;
+  }
   if (with_io && bk->cs_known) {
     int known = tkc_p_clocksource(cs, sizeof cs);
     if (known && !tkc_same_clocksource(cs, bk->cs)) {

@@ -120,6 +120,9 @@ typedef struct tkc_check_book {
   uint64_t max_seen;      /* highest unit tick known handed out */
   int cs_known;           /* clocksource at publication */
   char cs[32];
+  /* the paravirtual clock page as last read (kind 0: none): its content
+   * changing (not just its version) means the host rewrote the clock */
+  tickclock_pvclock_page pv;
 } tkc_check_book;
 TKC_INTERNAL tkc_check_book *tkc_checks(void);
 /* The deadline the inline conversions compare with: the earlier of the
@@ -209,6 +212,11 @@ TKC_INTERNAL int tkc_rdtsc_disabled_locked(const tickclock_info *s);
  * enabled for this thread); with_io: also the kernel's clocksource, which
  * needs a file read. TICKCLOCK_SWITCHED when it switched to the OS clock. */
 TKC_INTERNAL int tkc_revalidate_locked(int with_io);
+/* The paravirtual clock page the published counter state was trusted by,
+ * read again: a content change republishes (or leaves the counter); 1
+ * when it published. Before any refinement, whose calibration would
+ * otherwise span the change. Async-signal-safe (a ready slot). */
+TKC_INTERNAL int tkc_pv_check_locked(const tickclock_info *s);
 /* A counter state published without a sample to check against takes one
  * now (nothing is checked until one is had). */
 TKC_INTERNAL void tkc_anchor_again(const tickclock_info *s);

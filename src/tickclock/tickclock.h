@@ -198,7 +198,8 @@ typedef enum tickclock_freq_method {
   TICKCLOCK_FREQ_ARCH_REGISTER = 7, /* architectural (CNTFRQ_EL0, TOD) */
   TICKCLOCK_FREQ_OS = 8,            /* OS-reported (QPF, device tree, cpuinfo) */
   TICKCLOCK_FREQ_CONFIG = 9,        /* given in tickclock_config */
-  TICKCLOCK_FREQ_METHOD_COUNT_ = 10
+  TICKCLOCK_FREQ_PVCLOCK = 10,      /* the paravirtual clock page's mul/shift (kvm-clock) */
+  TICKCLOCK_FREQ_METHOD_COUNT_ = 11
 } tickclock_freq_method;
 
 /* Return codes. */

@@ -38,15 +38,17 @@ typedef struct tickclock_candidate {
 
 /* One frequency source for the counter, measured or read, and what the
  * decider made of it (the policy: src/tickclock/README.md). */
-#define TICKCLOCK_MAX_FREQS 8 /* one entry per source kind (5 on x86) */
+#define TICKCLOCK_MAX_FREQS 8 /* one entry per source kind (6 on x86) */
 typedef struct tickclock_freq_candidate {
   const char *name;        /* "calibration", "perf_page", "cpuid_15h_crystal",
                               "cpuid_15h_known_crystal", "cpuid_15h_from_16h",
-                              "cpuid_16h", "hypervisor_40000010", "xen_leaf3" */
+                              "cpuid_16h", "hypervisor_40000010", "xen_leaf3",
+                              "pvclock_page" */
   int method;              /* tickclock_freq_method */
   int available;           /* 1: the source gave a frequency; 0: see reason
                               (names then: "calibration", "perf_page",
-                              "cpuid_15h", "hypervisor", "cpuid_16h") */
+                              "cpuid_15h", "hypervisor", "cpuid_16h",
+                              "pvclock_page") */
   uint64_t hz_num, hz_den; /* reduced rational, Hz; 0/0 when unavailable */
   double hz;
   double uncertainty_ppm;    /* the source's own quantisation / measurement bound */

@@ -55,6 +55,19 @@ int tkc_vdso_reads_counter(const tickclock_evidence *ev) {
          (strcmp(ev->clocksource, "tsc") == 0 || tkc_is_paravirt_clock(ev->clocksource));
 }
 
+const tickclock_freq *tkc_pv_claim_of(const tickclock_evidence *ev) {
+  unsigned i;
+  for (i = 0; i < ev->n_claims; i++)
+    if (ev->claims[i].method == TICKCLOCK_FREQ_PVCLOCK) return &ev->claims[i];
+  return NULL;
+}
+
+/* Which of the clock page's checks failed, for a refusal's reason. */
+static const char *tkc_pv_why(const tickclock_evidence *ev) {
+  const tickclock_freq *pv = tkc_pv_claim_of(ev);
+  return pv != NULL && !pv->ok ? pv->why : "no clock page claim";
+}
+
 /* Is word a blank-separated entry of list? */
 static int tkc_has_word(const char *list, const char *word) {
   size_t n = strlen(word);
@@ -155,34 +168,39 @@ int tkc_counter_trusted(const tickclock_evidence *ev, char *why, size_t n) {
     }
     if (ev->arch_counter == TICKCLOCK_SOURCE_TSC && strcmp(ev->clocksource, "tsc") != 0) {
       int listed = ev->available_known && tkc_has_word(ev->available_clocksource, "tsc");
-      if (!tkc_is_paravirt_clock(ev->clocksource)) {
+      const tickclock_freq *pv = tkc_pv_claim_of(ev);
+      if (pv != NULL && pv->ok) {
+        /* the kernel's own clock is this TSC scaled by a page the host
+         * promises is one for every vCPU: trusted at the page's rate,
+         * once calibration agrees with it */
+        verdict = TKC_TRUST_IF_PV_AGREES;
+      } else if (!tkc_is_paravirt_clock(ev->clocksource)) {
         tkc_fmt(why, n,
                 "the kernel's clocksource is '%s', not 'tsc': the kernel rejected the "
                 "TSC (watchdog or sync check)",
                 ev->clocksource);
         return TKC_TRUST_NO;
-      }
-      if (!listed) {
+      } else if (!listed) {
         tkc_fmt(why, n,
-                "the kernel uses the paravirtual clock '%s' and does not offer 'tsc' "
+                "%s; and the kernel uses the paravirtual clock '%s' and does not offer 'tsc' "
                 "(available: '%s'): it marked the TSC unstable or never registered it",
-                ev->clocksource, ev->available_known ? ev->available_clocksource : "unknown");
+                tkc_pv_why(ev), ev->clocksource,
+                ev->available_known ? ev->available_clocksource : "unknown");
         return TKC_TRUST_NO;
-      }
-      {
+      } else {
         unsigned i;
         int hv = 0;
         for (i = 0; i < ev->n_claims; i++)
           if (ev->claims[i].ok && ev->claims[i].method == TICKCLOCK_FREQ_HYPERVISOR) hv = 1;
         if (!hv) {
           tkc_fmt(why, n,
-                  "the kernel prefers the paravirtual clock '%s' and the hypervisor "
-                  "publishes no TSC frequency leaf to cross-check the TSC against",
-                  ev->clocksource);
+                  "%s; and the kernel prefers the paravirtual clock '%s' and the "
+                  "hypervisor publishes no TSC frequency leaf to cross-check the TSC against",
+                  tkc_pv_why(ev), ev->clocksource);
           return TKC_TRUST_NO;
         }
+        verdict = TKC_TRUST_IF_HV_AGREES;
       }
-      verdict = TKC_TRUST_IF_HV_AGREES;
     }
   }
   /* A KVM guest whose kernel did not pick the TSC (kvm-clock on Linux, or

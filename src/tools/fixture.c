@@ -221,6 +221,28 @@ void tickclock_fixture_evidence(const tickclock_fixture *fx, tickclock_evidence 
       ev->perf.time_shift = (uint32_t)strtoul(s, NULL, 0);
     }
   }
+  /* the paravirtual clock page as the probe read it */
+  v = tickclock_fixture_meta_get(fx, "pvclock.mul");
+  if (v != NULL) {
+    const char *f;
+    ev->pv.kind = TKC_PV_KVM;
+    ev->pv.mul = (uint32_t)strtoul(v, NULL, 0);
+    v = tickclock_fixture_meta_get(fx, "pvclock.shift");
+    ev->pv.shift = (int8_t)(v ? strtol(v, NULL, 0) : 0);
+    f = tickclock_fixture_meta_get(fx, "pvclock.flags");
+    ev->pv.flags = (uint8_t)(f ? strtoul(f, NULL, 0) : 0);
+    v = tickclock_fixture_meta_get(fx, "pvclock.version");
+    ev->pv.version = (uint32_t)(v ? strtoul(v, NULL, 0) : 0);
+    v = tickclock_fixture_meta_get(fx, "pvclock.tsc_timestamp");
+    ev->pv.tsc_timestamp = v ? strtoull(v, NULL, 0) : 0;
+    v = tickclock_fixture_meta_get(fx, "pvclock.system_time");
+    ev->pv.system_time = v ? strtoull(v, NULL, 0) : 0;
+  } else if ((v = tickclock_fixture_meta_get(fx, "pvclock.absent")) != NULL) {
+    ev->pv.absent = strcmp(v, "unmapped") == 0  ? TKC_PV_ABSENT_UNMAPPED
+                    : strcmp(v, "torn") == 0    ? TKC_PV_ABSENT_TORN
+                    : strcmp(v, "no_maps") == 0 ? TKC_PV_ABSENT_NO_MAPS
+                                                : TKC_PV_ABSENT_NO_MAPPING;
+  }
   v = tickclock_fixture_meta_get(fx, "cpu_packages");
   if (v != NULL) ev->cpu_packages = (int)strtol(v, NULL, 10);
   v = tickclock_fixture_meta_get(fx, "warp_check");

@@ -47,7 +47,12 @@ const char *tickclock_fixture_meta_get(const tickclock_fixture *fx, const char *
  * (a decimal, or NUM/DEN), "# read_ns.tsc:", "# read_ns.system:",
  * "# perf.time_mult:", "# perf.time_shift:" (cap_user_time set when both
  * are given), "# cpu_packages:", "# warp_check: pass|fail",
- * "# warp_max_ns:". Without a clocksource the Linux checks are off. */
+ * "# warp_max_ns:", the kvm-clock page as read ("# pvclock.version:",
+ * "# pvclock.flags:", "# pvclock.mul:", "# pvclock.shift:",
+ * "# pvclock.tsc_timestamp:", "# pvclock.system_time:"; the page is there
+ * when pvclock.mul is given) or why it was not ("# pvclock.absent:
+ * no_mapping|unmapped|torn|no_maps"). Without a clocksource the Linux
+ * checks are off. */
 void tickclock_fixture_evidence(const tickclock_fixture *fx, tickclock_evidence *ev);
 
 #ifdef __cplusplus

@@ -92,6 +92,18 @@ void tkt_gather(tickclock_evidence *ev);
  * tickclock_info_get() would; returns 0, or non-zero when the counter
  * would be used but needs a calibration the evidence lacks. */
 int tkt_decide(const tickclock_evidence *ev, tickclock_info *out);
+/* The paravirtual clock page in the evidence (tickclock_evidence.pv):
+ * its kind, and the stable bit of a pvclock page's flags. */
+#define TKT_PV_KVM TKC_PV_KVM
+#define TKT_PV_HYPERV TKC_PV_HYPERV
+#define TKT_PVCLOCK_STABLE TKC_PVCLOCK_STABLE
+#define TKT_PV_ABSENT_UNMAPPED TKC_PV_ABSENT_UNMAPPED
+#define TKT_PV_ABSENT_TORN TKC_PV_ABSENT_TORN
+#define TKT_PV_ABSENT_NO_MAPS TKC_PV_ABSENT_NO_MAPS
+/* The page's frequency claim as the decider reads it (ok with the rate,
+ * or the check that failed in why); NULL where there is no such claim
+ * (not x86). */
+const tickclock_freq *tkt_pv_claim(const tickclock_evidence *ev);
 /* Whether the evidence's counter may be executed at all (policy step 1:
  * CPUID, PR_SET_TSC); 0 with the reason in why[n] otherwise. */
 int tkt_counter_executable(const tickclock_evidence *ev, char *why, size_t n);

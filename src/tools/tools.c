@@ -19,6 +19,8 @@ int tkt_decide(const tickclock_evidence *ev, tickclock_info *out) {
   return tickclock_decide(ev, out);
 }
 
+const tickclock_freq *tkt_pv_claim(const tickclock_evidence *ev) { return tkc_pv_claim_of(ev); }
+
 int tkt_counter_executable(const tickclock_evidence *ev, char *why, size_t n) {
   return tkc_counter_executable(ev, why, n);
 }

@@ -191,6 +191,45 @@ struct FakeWorld {
   // num2/den2 ticks per ns.
   uint64_t rate_from_ns = UINT64_MAX;
   uint64_t num2 = 5, den2 = 2;
+  // The paravirtual clock page (kvm-clock's pvclock_vcpu_time_info) the
+  // kernel maps for its vDSO: pv_mapped 0 means the probe of the page
+  // fails with EFAULT (not mapped). pv is what the host last wrote there
+  // (pv_publish() describes the counter's current rate, the way KVM's
+  // master clock does); pv_torn: that many further reads find the host
+  // writing it (an odd version every try). pv_reads counts the reads.
+  int pv_mapped = 0;
+  tickclock_pvclock_page pv{};
+  int pv_torn = 0;
+  uint64_t pv_reads = 0;
+  // mul/shift for hz ticks per second, as KVM computes them: the shift that
+  // puts mul = 1e9 * 2^(32 - shift) / hz in [2^31, 2^32)
+  static void pv_scale(uint64_t hz, uint32_t *mul, int8_t *shift) {
+    for (int sh = -8; sh <= 12; sh++) {
+      uint64_t m = UINT64_C(1000000000) / hz, r = UINT64_C(1000000000) % hz;
+      for (int k = 0; k < 32 - sh; k++) {  // long division by bits: 1e9 * 2^k / hz
+        m = 2 * m + (2 * r >= hz);
+        r = 2 * r >= hz ? 2 * r - hz : 2 * r;
+      }
+      if (m >= (UINT64_C(1) << 31) && m < (UINT64_C(1) << 32)) {
+        *mul = (uint32_t)m;
+        *shift = (int8_t)sh;
+        return;
+      }
+    }
+    *mul = 0;
+    *shift = 0;
+  }
+  // The host writes the page afresh: the rate hz (0: the counter's own),
+  // tsc_timestamp/system_time at now, stable, the version two on.
+  void pv_publish(uint64_t rate_hz = 0) {
+    pv_mapped = 1;
+    pv.kind = TKC_PV_KVM;
+    pv_scale(rate_hz ? rate_hz : hz(), &pv.mul, &pv.shift);
+    pv.tsc_timestamp = ticks_at(now_ns);
+    pv.system_time = now_ns;
+    pv.flags = TKC_PVCLOCK_STABLE;
+    pv.version += 2;
+  }
 
   static uint64_t scaled(uint64_t ns, uint64_t n, uint64_t d) {
     uint64_t whole = ns / d, rem = ns % d;
@@ -322,6 +361,22 @@ inline void perf_page(void *ctx, tickclock_perf_page *pp) {
   pp->time_shift = W(ctx)->perf_shift;
 }
 
+inline void pvclock(void *ctx, int kind, tickclock_pvclock_page *pv) {
+  FakeWorld *w = W(ctx);
+  w->pv_reads++;
+  memset(pv, 0, sizeof *pv);
+  if (!w->pv_mapped || kind != w->pv.kind) {
+    pv->absent = w->pv_mapped ? TKC_PV_ABSENT_NO_MAPPING : TKC_PV_ABSENT_UNMAPPED;
+    return;
+  }
+  if (w->pv_torn > 0) {
+    w->pv_torn--;
+    pv->absent = TKC_PV_ABSENT_TORN;
+    return;
+  }
+  *pv = w->pv;
+}
+
 inline uint64_t counter(void *ctx) {
   FakeWorld *w = W(ctx);
   if (w->prctl_mode == TICKCLOCK_PRCTL_SIGSEGV) w->counter_traps++;
@@ -404,6 +459,7 @@ inline tickclock_platform full(FakeWorld *w) {
   p.read_line = read_line;
   p.prctl_get_tsc = prctl_get_tsc;
   p.perf_page = perf_page;
+  p.pvclock = pvclock;
   p.counter = counter;
   p.counter_ordered = counter;
   p.raw_ns = raw_clock_ns;

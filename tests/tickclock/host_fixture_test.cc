@@ -7,8 +7,10 @@
 // emulation and marked by a `# emulated:` line) are replayed by one case
 // that reads each file's own expectations: they are regenerated with the
 // guest table, not named here one by one.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <set>
 #include <string>
@@ -23,7 +25,7 @@ namespace {
 const char *const kHosts[] = {
     "kvm-amd-epyc-19-11-tsc.cpuid", "firecracker-bhyve-amd-1a-02-kvmclock.cpuid",
     "kvm-amd-1a-02-tsc.cpuid",      "firecracker-intel-06-cf-tsc.cpuid",
-    "kvm-intel-06-a7-tsc.cpuid",
+    "kvm-intel-06-a7-tsc.cpuid",    "kvm-intel-06-a7-kvmclock.cpuid",
 };
 
 std::string host_dir() { return runfiles_root() + "/tests/fixtures/hosts"; }
@@ -72,7 +74,15 @@ void replay(const char *name, const Expect &want) {
   CHECK(std::string(info->freq_detail) == want.freq);
   MESSAGE((std::string(name) + ": " + info->source_name + " (" + info->freq_detail +
            "): " + info->why));
-  if (info->source == TICKCLOCK_SOURCE_TSC) {
+  if (info->source == TICKCLOCK_SOURCE_TSC && info->freq_method == TICKCLOCK_FREQ_PVCLOCK) {
+    // the clock page's rate: 1e9 * 2^(32 - shift) / mul, cross-checked with
+    // the recorded calibration
+    double mul = std::strtod(meta(fx, "pvclock.mul").c_str(), nullptr);
+    int shift = (int)std::strtol(meta(fx, "pvclock.shift").c_str(), nullptr, 0);
+    REQUIRE(mul > 0);
+    CHECK(info->hz == doctest::Approx(1e9 * std::ldexp(1.0, 32 - shift) / mul).epsilon(1e-12));
+    CHECK(meta(fx, "pvclock.flags") == "0x1");
+  } else if (info->source == TICKCLOCK_SOURCE_TSC) {
     // the calibrated rational is the frequency used, exactly
     uint64_t n = 0, d = 0;
     std::string cal = meta(fx, "calibration_hz");
@@ -87,6 +97,20 @@ void replay(const char *name, const Expect &want) {
   } else {
     CHECK(info->hz_num == 1000000000u);
     CHECK(info->hz_den == 1u);
+  }
+
+  // where the page was read, the same host without it decides as before
+  // the page was a source: never the page's rate, and the TSC's reason
+  // says the page was not read
+  if (!meta(fx, "pvclock.mul").empty()) {
+    tickclock_evidence nopage = ev;
+    memset(&nopage.pv, 0, sizeof nopage.pv);
+    tkc_list_claims(&nopage);
+    std::unique_ptr<tickclock_info> np(new tickclock_info);
+    REQUIRE(tickclock_decide(&nopage, np.get()) == 0);
+    CHECK(np->freq_method != TICKCLOCK_FREQ_PVCLOCK);
+    CHECK(std::string(np->why).find("clock page of 'kvm-clock' was not read") != std::string::npos);
+    MESSAGE((std::string(name) + " without its page: " + np->source_name + ": " + np->why));
   }
 
   // the same host with RDTSC disabled by the program: never the TSC, and
@@ -108,8 +132,17 @@ TEST_CASE("host: AMD EPYC 0x19/0x11 under KVM, clocksource tsc: the TSC by calib
   replay("kvm-amd-epyc-19-11-tsc.cpuid", {"tsc", "calibration", "pass", "yes"});
 }
 
-TEST_CASE("host: AMD 0x1a/0x2 under Firecracker (bhyve signature), kvm-clock only: the OS clock") {
-  replay("firecracker-bhyve-amd-1a-02-kvmclock.cpuid", {"system", "identity", "pass", "no"});
+TEST_CASE(
+    "host: AMD 0x1a/0x2 under Firecracker (bhyve signature), kvm-clock only: the TSC at the page's "
+    "rate") {
+  // the kernel marked the TSC unstable; its kvm-clock page is stable and states the rate
+  replay("firecracker-bhyve-amd-1a-02-kvmclock.cpuid", {"tsc", "pvclock_page", "pass", "no"});
+}
+
+TEST_CASE(
+    "host: Intel 6/0xA7 under Firecracker/KVM switched to kvm-clock: the TSC at the page's rate") {
+  // recorded by validate --fixture-out there, the page's fields added
+  replay("kvm-intel-06-a7-kvmclock.cpuid", {"tsc", "pvclock_page", "pass", "yes"});
 }
 
 TEST_CASE("host: AMD 0x1a/0x2 under KVM, clocksource tsc: the TSC by calibration") {

@@ -43,7 +43,8 @@ TEST_CASE("decider: bare metal, clocksource tsc, crystal agrees: CPUID 0x15 chos
   REQUIRE(cal != nullptr);
   CHECK(cal->usable);
   CHECK_FALSE(cal->chosen);
-  CHECK(d.info->n_freqs == 5);  // calibration, perf_page, cpuid_15h_*, hypervisor, cpuid_16h
+  // calibration, perf_page, cpuid_15h_*, hypervisor, cpuid_16h, pvclock_page
+  CHECK(d.info->n_freqs == 6);
   const tickclock_freq_candidate *perf = d.freq("perf_page");
   REQUIRE(perf != nullptr);
   CHECK_FALSE(perf->available);
@@ -395,4 +396,51 @@ TEST_CASE(
   Decision e = decide(ev);
   CHECK_FALSE(e.freq("perf_page")->available);
   CHECK(contains(e.freq("perf_page")->reason, "unusable time_mult"));
+}
+
+// ---- the paravirtual clock page -------------------------------------------------
+
+TEST_CASE(
+    "decider: a stable Xen clock page does not outweigh vtsc; without vtsc it states the rate") {
+  Leaves l = intel(0xd, 0x3f, true);
+  l.set(0x40000000u, 0x40000005u, w("XenV"), w("MMXe"), w("nVMM"));
+  l.set(0x40000003u, 0x7, 1, 2400010, 1);  // vtsc: every RDTSC traps to Xen
+  tickclock_evidence ev = evidence(decode(l), "xen", "xen hpet");
+  ev.pv.kind = TKC_PV_KVM;  // Xen's vcpu_time_info has pvclock's layout
+  ev.pv.version = 4;
+  ev.pv.flags = TKC_PVCLOCK_STABLE;
+  ev.pv.mul = 3579139413u;  // 2.4 GHz with shift -1
+  ev.pv.shift = -1;
+  calibrated(&ev, UINT64_C(2400000000), 1);
+  Decision d = decide(ev);
+  CHECK(d.info->source == TICKCLOCK_SOURCE_SYSTEM);
+  CHECK(contains(d.tsc_reason(), "emulates RDTSC"));
+  l.set(0x40000003u, 0x6, 2, 2400010, 1);  // reliable host TSC, never emulate
+  tickclock_evidence ev2 = evidence(decode(l), "xen", "xen hpet");
+  ev2.pv = ev.pv;
+  calibrated(&ev2, UINT64_C(2400000000), 1);
+  Decision e = decide(ev2);
+  CHECK(e.info->source == TICKCLOCK_SOURCE_TSC);
+  CHECK(std::string(e.info->freq_detail) == "pvclock_page");
+  CHECK(e.info->hz == doctest::Approx(2.4e9).epsilon(1e-9));
+}
+
+TEST_CASE("decider: Hyper-V's TSC page: sequence 0 is invalid, a valid one states the rate") {
+  Leaves l = intel(0xd, 0x55, true);
+  l.set(0x40000000u, 0x40000005u, w("Micr"), w("osof"), w("t Hv"));
+  tickclock_evidence ev = evidence(decode(l), "hyperv_clocksource_tsc_page",
+                                   "hyperv_clocksource_tsc_page hyperv_clocksource_msr");
+  ev.pv.kind = TKC_PV_HYPERV;
+  ev.pv.sequence = 0;
+  ev.pv.scale = UINT64_C(76861433640456465);  // 2^64 * 1e7 / 2.4e9 (100 ns units per tick)
+  calibrated(&ev, UINT64_C(2400000000), 1);
+  Decision d = decide(ev);
+  CHECK(d.info->source == TICKCLOCK_SOURCE_SYSTEM);
+  CHECK(contains(d.tsc_reason(), "sequence 0"));
+  ev.pv.sequence = 9;
+  tkc_list_claims(&ev);
+  Decision e = decide(ev);
+  CHECK(e.info->source == TICKCLOCK_SOURCE_TSC);
+  CHECK(std::string(e.info->freq_detail) == "pvclock_page");
+  CHECK(e.info->hz == doctest::Approx(2.4e9).epsilon(1e-7));
 }
