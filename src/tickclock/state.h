@@ -102,6 +102,15 @@ TKC_INTERNAL int tkc_publish_planned(const tickclock_info *fresh, const tickcloc
  * TICKCLOCK_MAX_STATES). */
 TKC_INTERNAL unsigned tkc_states_count(void);
 
+/* Before the first state is visible (a signal handler that interrupted
+ * the first initialisation in its own thread): the first state once its
+ * unit is fixed, else the constant state whose ticks are CLOCK_MONOTONIC
+ * nanoseconds (tkc_is_reentry); its readings come from tkc_reentry_read,
+ * which the first state then continues. */
+TKC_INTERNAL const tickclock_info *tkc_before_first(void);
+TKC_INTERNAL int tkc_is_reentry(const tickclock_info *s);
+TKC_INTERNAL uint64_t tkc_reentry_read(void);
+
 /* ---- initialisation (init.c) ---- */
 /* The first state (initialising once), or NULL when this thread
  * re-entered the lock. */

@@ -80,7 +80,10 @@
  *    reasons with the library's own formatter. A signal handler that
  *    interrupts the first initialisation in its own thread never waits:
  *    its reads come straight from CLOCK_MONOTONIC (nanoseconds) and
- *    tickclock_info_get() describes exactly that. tickclock_init,
+ *    tickclock_info_get() describes exactly that. Those reads compare with
+ *    every later one: the first state then continues them (nanoseconds
+ *    are the process's tick unit, the counter is read out of line and
+ *    mapped into them). tickclock_init,
  *    tickclock_revalidate and tickclock_revalidate_every are not
  *    async-signal-safe; called from a handler that interrupted the
  *    library in the same thread, init and revalidate return TICKCLOCK_EBUSY.
