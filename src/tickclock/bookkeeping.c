@@ -62,6 +62,34 @@ void tkc_checks_reset(void) {
   tkc_bk.reval_at = UINT64_MAX;
 }
 
+/* ---- the claims a cross-check refused ------------------------------------ */
+static tkc_refusal tkc_refusals[TKC_MAX_REFUSALS];
+static unsigned tkc_n_refusals = 0; /* all ever noted: the ring keeps the last */
+
+void tkc_refusal_note(int source, uint64_t hz_num, uint64_t hz_den,
+                      const tickclock_calibration *c) {
+  unsigned i, k = tkc_n_refusals < TKC_MAX_REFUSALS ? tkc_n_refusals : TKC_MAX_REFUSALS;
+  tkc_refusal *r = NULL;
+  for (i = 0; i < k; i++)
+    if (tkc_refusals[i].source == source && tkc_refusals[i].hz_num == hz_num &&
+        tkc_refusals[i].hz_den == hz_den)
+      r = &tkc_refusals[i];
+  if (r == NULL) r = &tkc_refusals[tkc_n_refusals++ % TKC_MAX_REFUSALS];
+  r->source = source;
+  r->hz_num = hz_num;
+  r->hz_den = hz_den;
+  r->cal_hz = c->hz;
+  r->cal_ppm = c->uncertainty_ppm;
+}
+
+void tkc_refusals_copy(tickclock_evidence *ev) {
+  unsigned k = tkc_n_refusals < TKC_MAX_REFUSALS ? tkc_n_refusals : TKC_MAX_REFUSALS;
+  memcpy(ev->refused, tkc_refusals, sizeof ev->refused);
+  ev->n_refused = k;
+}
+
+void tkc_refusals_reset(void) { tkc_n_refusals = 0; }
+
 /* ---- the refinement's schedule ----------------------------------------- */
 static tkc_refine_book tkc_rf = {
     0, 0, {0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0, 0, 0, 0}, 0, UINT64_MAX};

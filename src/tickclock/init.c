@@ -52,6 +52,7 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
   tickclock_info *fresh = &tkc_fresh;
   int rc, asked = cfg != NULL && cfg->calibration_ms != 0;
   tkc_gather(cfg, ev);
+  tkc_refusals_copy(ev); /* what a cross-check refused stays refused */
   if (tkc_decide_start(ev, fresh, &tkc_choice_now)) {
 #if defined(TKC_ARCH_COUNTER)
     tkc_calibrate(tkc_read_counter_ordered, cfg ? cfg->calibration_ms : 0, &ev->cal);

@@ -374,4 +374,5 @@ void tkc_reset_world(void) {
   tkc_checks_reset();
   tkc_refine_reset();
   tkc_suspends_reset();
+  tkc_refusals_reset();
 }

@@ -33,6 +33,20 @@ static tickclock_info tkc_crossed;
  * calibration; under a paravirtual clock a disagreeing hypervisor means
  * the OS clock). Either way the result is a new state continuous with s.
  * Lock held. */
+/* Every published claim the decision just refused against the calibration
+ * is remembered: a later initialisation does not use it again before a
+ * calibration (freqs[] lists the claims in the evidence's order). */
+static void tkc_note_refusals(const tickclock_info *fresh, const tickclock_evidence *ev) {
+  unsigned i;
+  for (i = 0; i < fresh->n_freqs && i < ev->n_claims; i++) {
+    const tickclock_freq_candidate *c = &fresh->freqs[i];
+    const tickclock_freq *f = &ev->claims[i];
+    if (c->checked && !c->usable && f->ok && f->source != TKC_SRC_CALIBRATION &&
+        f->hz_num == c->hz_num && f->hz_den == c->hz_den)
+      tkc_refusal_note(f->source, f->hz_num, f->hz_den, &ev->cal);
+  }
+}
+
 void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c, int may_alloc) {
   tickclock_info *fresh = &tkc_crossed;
   tickclock_evidence *ev = tkc_refine_evidence();
@@ -40,6 +54,7 @@ void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c, in
   tkc_list_claims(ev);
   (void)tickclock_decide(ev, fresh); /* calibrated: decides at once */
   fresh->baseline_ns = c->ns;
+  tkc_note_refusals(fresh, ev);
   /* leaving the counter: the spare; staying: a ready slot, or none inside
    * the conversions, and then the check waits for a call that may
    * allocate one */

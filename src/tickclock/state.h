@@ -153,6 +153,14 @@ TKC_INTERNAL int tkc_checks_published(const tickclock_info *old, const tickclock
 /* Forgets them (tkc_reset_world). */
 TKC_INTERNAL void tkc_checks_reset(void);
 
+/* The claims a cross-check refused (kept for the life of the process, the
+ * last TKC_MAX_REFUSALS of them): noted by the cross-check, copied into
+ * every later initialisation's evidence. */
+TKC_INTERNAL void tkc_refusal_note(int source, uint64_t hz_num, uint64_t hz_den,
+                                   const tickclock_calibration *c);
+TKC_INTERNAL void tkc_refusals_copy(tickclock_evidence *ev);
+TKC_INTERNAL void tkc_refusals_reset(void);
+
 /* The refinement's schedule. */
 typedef struct tkc_refine_book {
   int on;                          /* a refinement is pending */
