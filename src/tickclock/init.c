@@ -78,6 +78,7 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
       fresh, old, ev, asked, 0,
       ev->tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV ? TKC_OLD_UNREADABLE : TKC_OLD_HEALTHY, 0, 1);
   if (rc != TICKCLOCK_OK) return rc;
+  tkc_checks()->breaks = 0; /* a new decision: its own count of breaks */
   tkc_reserve_slots();
   return fresh->request_refused ? TICKCLOCK_EUNAVAILABLE : TICKCLOCK_OK;
 }
@@ -96,18 +97,7 @@ const tickclock_info *tkc_first_state(void) {
   return s;
 }
 
-int tickclock_init(const tickclock_config *cfg) {
-  int rc;
-  if (cfg != NULL) {
-    if (cfg->source < 0 || cfg->source >= TICKCLOCK_SOURCE_COUNT_) return TICKCLOCK_EINVAL;
-    if (cfg->calibration_ms > 1000 || cfg->flags != 0) return TICKCLOCK_EINVAL;
-  }
-  tkc_ensure_atfork();
-  if (!tkc_lock()) return TICKCLOCK_EBUSY;
-  rc = tkc_build_and_publish(cfg);
-  tkc_unlock();
-  return rc;
-}
+int tkc_init_locked(const tickclock_config *cfg) { return tkc_build_and_publish(cfg); }
 
 /* Tests only (through tkc_set_platform): forget every published
  * state, so the next initialisation is a first one in a fresh world. The

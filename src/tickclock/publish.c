@@ -374,5 +374,6 @@ void tkc_reset_world(void) {
   tkc_checks_reset();
   tkc_refine_reset();
   tkc_suspends_reset();
+  tkc_breaks_reset();
   tkc_refusals_reset();
 }
