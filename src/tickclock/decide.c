@@ -263,9 +263,26 @@ static void tkc_record_counter(const tickclock_evidence *ev, tickclock_info *out
             out->hz / 1e6, fc->name,
             out->freq_pending_check ? " (published; not calibrated yet)" : "");
   }
-  tkc_strlcpy(d->sys->reason, "not needed: the hardware counter is trusted and cheaper",
-              sizeof d->sys->reason);
+  if (d->forced && d->trusted != TKC_TRUST_YES)
+    tkc_fmt(d->sys->reason, sizeof d->sys->reason, "not used: %s was forced by %s", d->cname,
+            tkc_forced_by(d->forced));
+  else
+    tkc_strlcpy(d->sys->reason, "not needed: the hardware counter is trusted and cheaper",
+                sizeof d->sys->reason);
   tkc_strlcpy(out->why, cnt->reason, sizeof out->why);
+}
+
+/* The OS clock chosen: the calibration's entry no longer says a published
+ * frequency is used first (nothing is, the counter is not read). */
+static void tkc_cal_not_deferred(tickclock_info *out) {
+  unsigned i;
+  for (i = 0; i < out->n_freqs && i < TICKCLOCK_MAX_FREQS; i++)
+    if (out->freqs[i].method == TICKCLOCK_FREQ_CALIBRATED && !out->freqs[i].available &&
+        strstr(out->freqs[i].reason, "not calibrated yet") != NULL)
+      tkc_strlcpy(out->freqs[i].reason,
+                  "unavailable: not calibrated: the counter was not chosen, so it was not "
+                  "measured",
+                  sizeof out->freqs[i].reason);
 }
 
 /* record: the OS clock as the choice */
@@ -273,6 +290,7 @@ static void tkc_record_system(const tickclock_evidence *ev, tickclock_info *out,
   tickclock_candidate *cnt = d->cnt, *sys = d->sys;
   tkc_fill_os(out, tkc_os_source(ev), ev->os_hz, ev->os_resolution_ns);
   sys->chosen = 1;
+  tkc_cal_not_deferred(out);
   if (cnt) {
     cnt->usable = d->executable && d->trusted == TKC_TRUST_YES;
     if (cnt->usable)

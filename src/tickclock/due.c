@@ -4,7 +4,9 @@
  * The bookkeeping beneath only records when work is due (the deadline the
  * inline conversions compare with, bookkeeping.c); this file acts on it,
  * in the order the work must run, and is the only one that calls both
- * re-validation (revalidate.c) and refinement (refine.c). Two ways in:
+ * re-validation (revalidate.c) and refinement (refine.c). Three ways in
+ * (and tickclock_init, which checks the published counter before the
+ * initialisation replaces it):
  *  - tickclock_revalidate() (and tickclock_revalidate_every()): a call the
  *    program makes on purpose, outside any signal handler. It may
  *    allocate (it tops up the slots the conversions publish into) and read
@@ -25,9 +27,10 @@
  * before reading the tick, and wants the checks in any case); a published
  * frequency's cross-check before the checks (a wrong stated rate is
  * replaced, not mistaken for the counter drifting); the rate check; a
- * refinement. may_alloc (and the file reads): tickclock_revalidate() only.
- * *now: the unit tick read for the conversions' way in (UINT64_MAX when
- * none was read). */
+ * refinement (after a break the state is restated first, and measured
+ * again from there). may_alloc (and the file reads):
+ * tickclock_revalidate() only. *now: the unit tick read for the
+ * conversions' way in (UINT64_MAX when none was read). */
 static void tkc_due_locked(uint64_t ticks, int check_now, int may_alloc, uint64_t *now) {
   tkc_check_book *bk = tkc_checks();
   const tickclock_info *s = tkc_published();
@@ -53,7 +56,13 @@ static void tkc_due_locked(uint64_t ticks, int check_now, int may_alloc, uint64_
     if (!s->freq_pending_check) ticks = 0; /* a new state: its own schedule */
   }
   if (check_now || ticks >= bk->reval_at) {
-    if (tkc_revalidate_locked(check_now) == TICKCLOCK_SWITCHED) return;
+    int rc = tkc_revalidate_locked(check_now);
+    if (rc == TICKCLOCK_SWITCHED) return;
+    if (rc == TKC_BREAK) { /* restated, and measured again from here */
+      tkc_restate_locked(may_alloc);
+      if (!tkc_reads_counter(tkc_published())) return;
+      ticks = 0; /* a new state: its own schedule */
+    }
   }
   if (tkc_refine_pending() && ticks >= tkc_refine_at()) tkc_refine_locked(may_alloc);
   tkc_store_deadline();
@@ -118,6 +127,31 @@ int tickclock_revalidate(void) {
 #endif
   tkc_unlock();
   return r;
+}
+
+/* A (re-)initialisation: the published counter is checked first, so what
+ * it did since its last check is judged (and a break's window kept)
+ * before a new decision replaces it and its samples. */
+int tickclock_init(const tickclock_config *cfg) {
+  int rc;
+  if (cfg != NULL) {
+    if (cfg->source < 0 || cfg->source >= TICKCLOCK_SOURCE_COUNT_) return TICKCLOCK_EINVAL;
+    if (cfg->calibration_ms > 1000 || cfg->flags != 0) return TICKCLOCK_EINVAL;
+  }
+  tkc_ensure_atfork();
+  if (!tkc_lock()) return TICKCLOCK_EBUSY;
+#if defined(TKC_ARCH_COUNTER)
+  {
+    const tickclock_info *s = tkc_published();
+    /* the checks only: a break leaves its window, the new decision
+     * replaces the state (nothing is restated or refined first) */
+    if (s != NULL && tkc_reads_counter(s) && tkc_checks()->chk_on && !tkc_rdtsc_disabled_locked(s))
+      (void)tkc_revalidate_locked(0);
+  }
+#endif
+  rc = tkc_init_locked(cfg);
+  tkc_unlock();
+  return rc;
 }
 
 void tickclock_revalidate_every(uint32_t ms) {

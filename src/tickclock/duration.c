@@ -97,6 +97,12 @@ int tickclock_duration_get(uint64_t start, uint64_t end, tickclock_duration *out
     flags |= TICKCLOCK_DURATION_SPANS_SUSPEND;
     bound = tkc_sat_add(bound, last->tkc_susp_ns - first->tkc_susp_ns);
   }
+  /* what a rate check found the counter did below the switch's threshold
+   * (a step, a rate change) inside a window the interval meets */
+  if (tkc_breaks_in(lo, hi, &slept)) {
+    flags |= TICKCLOCK_DURATION_SPANS_BREAK;
+    bound = tkc_sat_add(bound, slept);
+  }
   out->spanned = spanned;
   if (ns_hi == UINT64_MAX || ns_lo == UINT64_MAX || ns_hi < ns_lo ||
       ns_hi - ns_lo > (uint64_t)INT64_MAX) {

@@ -16,6 +16,15 @@ extern "C" {
 
 #define TKC_MAX_CLAIMS (3 + TKC_X86_CLAIMS) /* calibration, perf page, the decoder's, pvclock */
 
+/* A published frequency a cross-check refused in this process: the claim
+ * (its source and rate) and the calibration it disagreed with. */
+typedef struct tkc_refusal {
+  int source; /* TKC_SRC_* */
+  uint64_t hz_num, hz_den;
+  double cal_hz, cal_ppm;
+} tkc_refusal;
+#define TKC_MAX_REFUSALS 4
+
 typedef struct tickclock_evidence {
   int arch_counter;        /* the ISA's counter source, 0 if none */
   tickclock_x86_facts x86; /* x86 only */
@@ -57,6 +66,11 @@ typedef struct tickclock_evidence {
    * ISAs the architecture's statement where there is one. */
   tickclock_freq claims[TKC_MAX_CLAIMS];
   unsigned n_claims;
+  /* The claims a cross-check refused earlier in this process (the
+   * bookkeeping's record, copied in by the initialisation): never used
+   * again before a calibration confirms them. */
+  tkc_refusal refused[TKC_MAX_REFUSALS];
+  unsigned n_refused;
 } tickclock_evidence;
 
 /* Pure: the claims list from the facts gathered above (claims.c); the

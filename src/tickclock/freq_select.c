@@ -83,12 +83,34 @@ void tkc_collect_freqs(const tickclock_evidence *ev, tickclock_info *out, int *s
   for (i = 0; i < ev->n_claims; i++) tkc_add_freq(out, src, &ev->claims[i]);
 }
 
+/* The earlier refusal of the claim (source, num/den), or NULL. */
+static const tkc_refusal *tkc_refused_before(const tickclock_evidence *ev, int source, uint64_t num,
+                                             uint64_t den) {
+  unsigned i;
+  for (i = 0; i < ev->n_refused && i < TKC_MAX_REFUSALS; i++)
+    if (ev->refused[i].source == source && ev->refused[i].hz_num == num &&
+        ev->refused[i].hz_den == den)
+      return &ev->refused[i];
+  return NULL;
+}
+
 void tkc_check_freqs(const tickclock_evidence *ev, tickclock_info *out, const int *src,
                      int provisional) {
   unsigned i, j;
   for (i = 0; i < out->n_freqs; i++) {
     tickclock_freq_candidate *c = &out->freqs[i];
+    const tkc_refusal *r;
     if (!c->available) continue;
+    r = tkc_refused_before(ev, src[i], c->hz_num, c->hz_den);
+    if (provisional && !ev->cal.ok && r != NULL) {
+      /* a cross-check refused it: not again before a calibration */
+      c->usable = 0;
+      tkc_fmt(c->reason, sizeof c->reason,
+              "refused by an earlier cross-check: %.3f MHz against a calibration of %.6f MHz "
+              "+-%.2f ppm; not used again before a calibration",
+              c->hz / 1e6, r->cal_hz / 1e6, r->cal_ppm);
+      continue;
+    }
     if (provisional && !ev->cal.ok) {
       /* no calibration yet: a published source may stand until the first
        * refinement compares it; nothing else is usable before that */

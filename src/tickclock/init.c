@@ -52,6 +52,7 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
   tickclock_info *fresh = &tkc_fresh;
   int rc, asked = cfg != NULL && cfg->calibration_ms != 0;
   tkc_gather(cfg, ev);
+  tkc_refusals_copy(ev); /* what a cross-check refused stays refused */
   if (tkc_decide_start(ev, fresh, &tkc_choice_now)) {
 #if defined(TKC_ARCH_COUNTER)
     tkc_calibrate(tkc_read_counter_ordered, cfg ? cfg->calibration_ms : 0, &ev->cal);
@@ -77,6 +78,7 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
       fresh, old, ev, asked, 0,
       ev->tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV ? TKC_OLD_UNREADABLE : TKC_OLD_HEALTHY, 0, 1);
   if (rc != TICKCLOCK_OK) return rc;
+  tkc_checks()->breaks = 0; /* a new decision: its own count of breaks */
   tkc_reserve_slots();
   return fresh->request_refused ? TICKCLOCK_EUNAVAILABLE : TICKCLOCK_OK;
 }
@@ -95,18 +97,7 @@ const tickclock_info *tkc_first_state(void) {
   return s;
 }
 
-int tickclock_init(const tickclock_config *cfg) {
-  int rc;
-  if (cfg != NULL) {
-    if (cfg->source < 0 || cfg->source >= TICKCLOCK_SOURCE_COUNT_) return TICKCLOCK_EINVAL;
-    if (cfg->calibration_ms > 1000 || cfg->flags != 0) return TICKCLOCK_EINVAL;
-  }
-  tkc_ensure_atfork();
-  if (!tkc_lock()) return TICKCLOCK_EBUSY;
-  rc = tkc_build_and_publish(cfg);
-  tkc_unlock();
-  return rc;
-}
+int tkc_init_locked(const tickclock_config *cfg) { return tkc_build_and_publish(cfg); }
 
 /* Tests only (through tkc_set_platform): forget every published
  * state, so the next initialisation is a first one in a fresh world. The
@@ -118,61 +109,11 @@ void tkc_set_platform(const tickclock_platform *p) {
 }
 #endif
 
-/* Handed to a signal handler that interrupted the first initialisation in
- * its own thread: ticks are nanoseconds of CLOCK_MONOTONIC (scaled == 0),
- * and it says so. Constant, so no thread ever writes it (a fork can copy
- * no half-written one). */
-static const tickclock_info tkc_reentry_state = {
-    TICKCLOCK_SOURCE_SYSTEM,               /* source */
-    0,                                     /* scaled: ticks are ns */
-    {UINT64_C(1000000000), 1, 1, 0, 1, 0}, /* conv: 1 GHz */
-    0,
-    0,        /* base_ticks, base_ns */
-    "system", /* source_name */
-    UINT64_C(1000000000),
-    1,
-    1e9, /* hz_num, hz_den, hz */
-    TICKCLOCK_FREQ_IDENTITY,
-    "identity", /* freq_method, its name */
-    0.0,
-    0,
-    0,
-    1.0, /* uncertainty, baseline, pending, resolution */
-    0,
-    0, /* forced, request_refused */
-    "a signal handler interrupted this thread's first initialisation; its readings are "
-    "CLOCK_MONOTONIC read directly (nanoseconds)", /* why */
-    "",                                            /* env_error */
-    0,
-    {{0, NULL, 0, 0, 0.0, ""}}, /* candidates */
-    "identity",                 /* freq_detail */
-    0,
-    {{NULL, 0, 0, 0, 0, 0.0, 0.0, 0, 0.0, 0.0, 0, 0, ""}}, /* freqs */
-    {{0}},
-    0.0,
-    0, /* disagreements, revalidated */
-    TICKCLOCK_SOURCE_SYSTEM,
-    TICKCLOCK_READ_OS,
-    1,
-    0,                                     /* unit_source, read_path, src_is_unit, src_base */
-    {UINT64_C(1000000000), 1, 1, 0, 1, 0}, /* src_conv */
-    0,
-    UINT64_C(1000000000),
-    1,
-    1e9, /* generation, unit_hz */
-    NULL,
-    NULL,
-    0, /* prev, skip, skip_min_base */
-    0,
-    0,
-    UINT64_MAX /* cont_bound_ns, bounded_switch, susp_ns */
-};
-
 const tickclock_info *tkc_state_slow(void) {
   const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
   if (s != NULL) return s;
   s = tkc_first_state();
-  return s != NULL ? s : &tkc_reentry_state;
+  return s != NULL ? s : tkc_before_first(); /* re-entered during the first one */
 }
 
 const tickclock_info *tickclock_info_get(void) { return tkc_state(); }
@@ -189,10 +130,14 @@ static uint64_t tkc_read(int ordered) {
   const tickclock_info *s;
   uint64_t r;
   int src = TKC_LOAD_ACQUIRE(&tkc_g_source);
-  if (TKC_UNLIKELY(src == 0) && tkc_state_slow() == &tkc_reentry_state)
-    return tkc_os_now_syscall();      /* re-entered during the first initialisation:
-                                         RDTSC may be disabled and not yet known */
-  s = TKC_LOAD_ACQUIRE(&tkc_g_state); /* at least as new as the source */
+  if (TKC_UNLIKELY(src == 0)) {
+    s = tkc_state_slow();
+    /* re-entered during the first initialisation, before its state could
+     * be read: RDTSC may be disabled and not yet known */
+    if (tkc_is_reentry(s)) return tkc_reentry_read();
+  } else {
+    s = TKC_LOAD_ACQUIRE(&tkc_g_state); /* at least as new as the source */
+  }
   (void)ordered;
 #if defined(TKC_ARCH_COUNTER)
   /* tkc_reads_counter(s), written out: no call on the OS clock's path */

@@ -112,6 +112,11 @@ uint64_t tkc_p_os_ns(void) {
   return tkc_p_clock(tkc_plat->os_ns, tkc_plat->os_ns_sys, tkc_os_read);
 }
 
+uint64_t tkc_p_os_ns_reentry(void) {
+  if (TKC_P(os_ns_sys)) return tkc_plat->os_ns_sys(tkc_plat->ctx);
+  return tkc_os_now_syscall();
+}
+
 uint64_t tkc_p_suspended_ns(void) {
   if (TKC_P(suspended_ns)) return tkc_plat->suspended_ns(tkc_plat->ctx);
   if (tkc_plat != NULL && (tkc_plat->raw_ns != NULL || tkc_plat->os_ns != NULL))

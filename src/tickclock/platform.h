@@ -143,6 +143,10 @@ TKC_INTERNAL uint64_t tkc_p_counter(void);
 TKC_INTERNAL uint64_t tkc_p_counter_ordered(void);
 TKC_INTERNAL uint64_t tkc_p_raw_ns(void);
 TKC_INTERNAL uint64_t tkc_p_os_ns(void);
+/* CLOCK_MONOTONIC through the system call whatever is known yet (a fake's
+ * system-call reader when one is installed): a handler's reading during
+ * the first initialisation. */
+TKC_INTERNAL uint64_t tkc_p_os_ns_reentry(void);
 TKC_INTERNAL uint64_t tkc_p_suspended_ns(void);
 TKC_INTERNAL void tkc_p_sleep_ns(uint64_t ns);
 TKC_INTERNAL const char *tkc_p_getenv(const char *name);

@@ -131,8 +131,91 @@ static uint64_t tkc_now_bound(const tickclock_info *old, int trust, uint64_t os_
 
 uint64_t tkc_read_counter_ordered(void) { return tkc_p_counter_ordered(); }
 
+/* Handed to a signal handler that interrupted the first initialisation in
+ * its own thread: ticks are nanoseconds of CLOCK_MONOTONIC (scaled == 0),
+ * and it says so. Constant, so no thread ever writes it (a fork can copy
+ * no half-written one). */
+static const tickclock_info tkc_reentry_state = {
+    TICKCLOCK_SOURCE_SYSTEM,               /* source */
+    0,                                     /* scaled: ticks are ns */
+    {UINT64_C(1000000000), 1, 1, 0, 1, 0}, /* conv: 1 GHz */
+    0,
+    0,        /* base_ticks, base_ns */
+    "system", /* source_name */
+    UINT64_C(1000000000),
+    1,
+    1e9, /* hz_num, hz_den, hz */
+    TICKCLOCK_FREQ_IDENTITY,
+    "identity", /* freq_method, its name */
+    0.0,
+    0,
+    0,
+    1.0, /* uncertainty, baseline, pending, resolution */
+    0,
+    0, /* forced, request_refused */
+    "a signal handler interrupted this thread's first initialisation; its readings are "
+    "CLOCK_MONOTONIC read directly (nanoseconds)", /* why */
+    "",                                            /* env_error */
+    0,
+    {{0, NULL, 0, 0, 0.0, ""}}, /* candidates */
+    "identity",                 /* freq_detail */
+    0,
+    {{NULL, 0, 0, 0, 0, 0.0, 0.0, 0, 0.0, 0.0, 0, 0, ""}}, /* freqs */
+    {{0}},
+    0.0,
+    0, /* disagreements, revalidated */
+    TICKCLOCK_SOURCE_SYSTEM,
+    TICKCLOCK_READ_OS,
+    1,
+    0,                                     /* unit_source, read_path, src_is_unit, src_base */
+    {UINT64_C(1000000000), 1, 1, 0, 1, 0}, /* src_conv */
+    0,
+    UINT64_C(1000000000),
+    1,
+    1e9, /* generation, unit_hz */
+    NULL,
+    NULL,
+    0, /* prev, skip, skip_min_base */
+    0,
+    0,
+    UINT64_MAX /* cont_bound_ns, bounded_switch, susp_ns */
+};
+
+/* The first initialisation and a handler that interrupts it in its own
+ * thread: once the handler has been handed a reading of the state above
+ * (tkc_reentry_handed), the first state continues it, so that reading
+ * compares with every later one (the counter is then read mapped into
+ * nanoseconds, out of line). tkc_first_pending is the first state from
+ * the moment its unit is fixed until it is visible: a handler in that
+ * window reads through it. Both are only ever written by the thread that
+ * holds the lock and its own handlers (atomic loads and stores: the
+ * slot's fields are written before it is named). */
+static TKC_SHARED int tkc_reentry_handed = 0;
+static tickclock_info *TKC_SHARED tkc_first_pending = NULL;
+
+const tickclock_info *tkc_before_first(void) {
+  const tickclock_info *p = TKC_LOAD_ACQUIRE(&tkc_first_pending);
+  return p != NULL ? p : &tkc_reentry_state;
+}
+
+int tkc_is_reentry(const tickclock_info *s) { return s == &tkc_reentry_state; }
+
+uint64_t tkc_reentry_read(void) {
+  TKC_STORE_RELEASE(&tkc_reentry_handed, 1);
+  return tkc_p_os_ns_reentry();
+}
+
 static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trust);
 static void tkc_note_path(tickclock_info *st);
+
+/* The unit fields of slot as old's continuation, and the rate of the
+ * ticks it hands out: the unit's (ticks are ns unscaled). */
+static void tkc_unit_of(const tickclock_info *old, tickclock_info *slot, int trust) {
+  tkc_continue(old, slot, trust);
+  slot->unit_hz_num = slot->scaled ? slot->conv.hz_num : UINT64_C(1000000000);
+  slot->unit_hz_den = slot->scaled ? slot->conv.hz_den : 1;
+  slot->unit_hz = (double)slot->unit_hz_num / (double)slot->unit_hz_den;
+}
 
 /* No slot for a state: the history is full, or memory is. */
 static int tkc_no_slot(void) {
@@ -177,11 +260,19 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust, 
   /* (a bracket that saw a suspend is taken again: the checks need one) */
   for (tries = 0; counter && tries < 3 && anchor.width == UINT64_MAX; tries++)
     anchor = tkc_tightest_bracket(tkc_read_counter_ordered);
-  tkc_continue(old, slot, trust); /* may extrapolate from the old samples */
-  /* the rate of the ticks handed out: the unit's (ticks are ns unscaled) */
-  slot->unit_hz_num = slot->scaled ? slot->conv.hz_num : UINT64_C(1000000000);
-  slot->unit_hz_den = slot->scaled ? slot->conv.hz_den : 1;
-  slot->unit_hz = (double)slot->unit_hz_num / (double)slot->unit_hz_den;
+  if (old != NULL) {
+    tkc_unit_of(old, slot, trust); /* may extrapolate from the old samples */
+  } else {
+    /* the first state: after a handler's reading, a continuation of it;
+     * again if one came in while the unit was being fixed */
+    for (;;) {
+      int handed = TKC_LOAD_ACQUIRE(&tkc_reentry_handed);
+      tkc_unit_of(handed ? &tkc_reentry_state : NULL, slot, trust);
+      TKC_STORE_RELEASE(&tkc_first_pending, slot);
+      if (TKC_LOAD_ACQUIRE(&tkc_reentry_handed) == handed) break;
+      TKC_STORE_RELEASE(&tkc_first_pending, (tickclock_info *)NULL);
+    }
+  }
   tkc_note_path(slot);
   tkc_link_history(slot);
   checked = tkc_checks_published(old, slot, anchor, counter, ev);
@@ -279,9 +370,13 @@ int tkc_publish_planned(const tickclock_info *fresh, const tickclock_info *old,
 unsigned tkc_states_count(void) { return tkc_states_taken; }
 
 void tkc_reset_world(void) {
+  TKC_STORE_RELEASE(&tkc_reentry_handed, 0);
+  TKC_STORE_RELEASE(&tkc_first_pending, (tickclock_info *)NULL);
   TKC_STORE_RELEASE(&tkc_g_source, 0);
   TKC_STORE_RELEASE(&tkc_g_state, (const tickclock_info *)NULL);
   tkc_checks_reset();
   tkc_refine_reset();
   tkc_suspends_reset();
+  tkc_breaks_reset();
+  tkc_refusals_reset();
 }

@@ -33,6 +33,20 @@ static tickclock_info tkc_crossed;
  * calibration; under a paravirtual clock a disagreeing hypervisor means
  * the OS clock). Either way the result is a new state continuous with s.
  * Lock held. */
+/* Every published claim the decision just refused against the calibration
+ * is remembered: a later initialisation does not use it again before a
+ * calibration (freqs[] lists the claims in the evidence's order). */
+static void tkc_note_refusals(const tickclock_info *fresh, const tickclock_evidence *ev) {
+  unsigned i;
+  for (i = 0; i < fresh->n_freqs && i < ev->n_claims; i++) {
+    const tickclock_freq_candidate *c = &fresh->freqs[i];
+    const tickclock_freq *f = &ev->claims[i];
+    if (c->checked && !c->usable && f->ok && f->source != TKC_SRC_CALIBRATION &&
+        f->hz_num == c->hz_num && f->hz_den == c->hz_den)
+      tkc_refusal_note(f->source, f->hz_num, f->hz_den, &ev->cal);
+  }
+}
+
 void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c, int may_alloc) {
   tickclock_info *fresh = &tkc_crossed;
   tickclock_evidence *ev = tkc_refine_evidence();
@@ -40,6 +54,7 @@ void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c, in
   tkc_list_claims(ev);
   (void)tickclock_decide(ev, fresh); /* calibrated: decides at once */
   fresh->baseline_ns = c->ns;
+  tkc_note_refusals(fresh, ev);
   /* leaving the counter: the spare; staying: a ready slot, or none inside
    * the conversions, and then the check waits for a call that may
    * allocate one */
@@ -121,15 +136,22 @@ void tkc_refine_locked(int may_alloc) {
     return;
   }
   off = tkc_ppm(c.hz_num, c.hz_den, s->hz_num, s->hz_den);
-  if (off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM ||
-      -off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM) {
-    if (s->freq_method != TICKCLOCK_FREQ_CALIBRATED) {
-      /* a published source that passed its first cross-check fails a
-       * tighter one: decided again, it is refused */
-      tkc_cross_check(s, &c, may_alloc);
-      return;
-    }
-    rf->on = 0;
+  if (s->freq_method != TICKCLOCK_FREQ_CALIBRATED &&
+      (off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM ||
+       -off > s->uncertainty_ppm + c.uncertainty_ppm + TICKCLOCK_AGREE_PPM)) {
+    /* a published source that passed its first cross-check fails a
+     * tighter one: decided again, it is refused */
+    tkc_cross_check(s, &c, may_alloc);
+    return;
+  }
+  if (s->freq_method == TICKCLOCK_FREQ_CALIBRATED &&
+      (off > s->uncertainty_ppm + c.uncertainty_ppm ||
+       -off > s->uncertainty_ppm + c.uncertainty_ppm)) {
+    /* two honest measurements of one rate cannot disagree by more than
+     * both bounds: the rate changed inside this baseline. Its average is
+     * no rate at all: measuring starts again from a fresh bracket (the
+     * rate check holds the state to its stated rate meanwhile) */
+    tkc_refine_restart(s);
     return;
   }
   /* no better, or a published source the rank prefers while it agrees:
@@ -175,6 +197,36 @@ void tkc_refine_locked(int may_alloc) {
       tkc_refine_defer();
     }
   }
+}
+
+/* After a break: the state again, its uncertainty widened by what the
+ * check found (the rate lies anywhere between the stated one and the one
+ * the samples showed), and its rate measured again from the new state's
+ * own bracket on the refinement's growing baselines, which publish it
+ * back down as the measurement tightens. No slot: the next check finds the
+ * break again. */
+void tkc_restate_locked(int may_alloc) {
+  tkc_refine_book *rf = tkc_refine_schedule(), keep = *rf;
+  tkc_check_book *bk = tkc_checks();
+  const tickclock_info *s = tkc_published();
+  tickclock_info *fresh = &tkc_refined;
+  char *mark;
+  size_t len;
+  if (s == NULL || !tkc_reads_counter(s)) return;
+  memcpy(fresh, s, sizeof *fresh);
+  fresh->uncertainty_ppm = s->uncertainty_ppm + bk->break_ppm;
+  mark = strstr(fresh->why, "; refined");
+  if (mark == NULL) mark = strstr(fresh->why, "; restated");
+  if (mark != NULL) *mark = '\0';
+  len = strlen(fresh->why);
+  tkc_fmt(fresh->why + len, sizeof fresh->why - len, "; restated +-%.3f ppm: %s",
+          fresh->uncertainty_ppm, bk->break_why);
+  rf->on = 1;
+  rf->deferred = 0;
+  memset(&rf->cal_first, 0, sizeof rf->cal_first); /* from the new anchor */
+  bk->restating = 1;
+  if (tkc_publish(fresh, s, TKC_OLD_HEALTHY, 0, may_alloc, NULL) != TICKCLOCK_OK) *rf = keep;
+  bk->restating = 0;
 }
 
 #endif

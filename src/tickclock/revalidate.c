@@ -63,9 +63,10 @@ static void tkc_switch_to_os(const tickclock_info *old, const char *why, int tru
 /* |a - b| > bound, for two ns spans. */
 static int tkc_disagree(double a, double b, double bound) { return a - b > bound || b - a > bound; }
 
-/* Counter time against CLOCK_MONOTONIC_RAW from the sample ref to b (whose
- * bracket is w ns wide): they must agree within (DRIFT_PPM + the
- * frequency's uncertainty) of the raw time, plus DRIFT_ABS_NS and the two
+/* Counter time (at the rate cv, the decision's) against
+ * CLOCK_MONOTONIC_RAW from the sample ref to b (whose bracket is w ns
+ * wide): they must agree within (DRIFT_PPM + u, that rate's uncertainty)
+ * of the raw time, plus DRIFT_ABS_NS and the two
  * brackets' half-widths. Across a suspend (the two samples saw different
  * suspended times) the counter may have counted the suspended time or
  * not, and the kernel's account of it may be off by the persistent
@@ -73,11 +74,11 @@ static int tkc_disagree(double a, double b, double bound) { return a - b > bound
  * time to the awake and suspended time plus that passes (a step back, or
  * far beyond, does not). 1 when they do not agree; the figures in dc, dr
  * (raw, plus the suspended time when it was counted), bound. */
-static int tkc_drifted(const tickclock_info *s, tkc_bracket b, double w, tkc_bracket ref,
+static int tkc_drifted(const tickclock_conv *cv, double u, tkc_bracket b, double w, tkc_bracket ref,
                        double *dc, double *dr, double *bound) {
-  double wr = (double)tickclock_conv_ticks_to_ns(&s->src_conv, ref.width);
-  double rate = (TICKCLOCK_REVALIDATE_DRIFT_PPM + s->uncertainty_ppm) * 1e-6;
-  *dc = (double)tickclock_conv_delta_to_ns(&s->src_conv, (int64_t)(b.mid - ref.mid));
+  double wr = (double)tickclock_conv_ticks_to_ns(cv, ref.width);
+  double rate = (TICKCLOCK_REVALIDATE_DRIFT_PPM + u) * 1e-6;
+  *dc = (double)tickclock_conv_delta_to_ns(cv, (int64_t)(b.mid - ref.mid));
   *dr = (double)(int64_t)(b.ns - ref.ns);
   *bound = *dr * rate + TICKCLOCK_REVALIDATE_DRIFT_ABS_NS + (w + wr) / 2;
   if (!tkc_disagree(*dc, *dr, *bound)) return 0;
@@ -213,6 +214,63 @@ int tkc_pv_check_locked(const tickclock_info *s) {
   return 1;
 }
 
+/* The stated rate held to the samples (the loose checks passed): counter
+ * time against CLOCK_MONOTONIC_RAW from ref to b within the stated
+ * uncertainty of the raw time plus the brackets' half-widths (w: b's width
+ * in ns) and 2 ns of rounding. 0 when they agree or the pair is too wide
+ * to tell (RESOLUTION_NS) or a suspend lies between; else the discrepancy
+ * in *excess (ns, with the half-widths) and *ppm (of the raw time). */
+static int tkc_off_rate(const tickclock_info *s, tkc_bracket b, double w, tkc_bracket ref,
+                        double *excess, double *ppm) {
+  double wr, half, dc, dr, d;
+  if (ref.width == UINT64_MAX || tkc_suspend_between(ref.susp, b.susp) || b.ns <= ref.ns) return 0;
+  wr = (double)tickclock_conv_ticks_to_ns(&s->src_conv, ref.width);
+  half = (w + wr) / 2;
+  if (half > TICKCLOCK_REVALIDATE_RESOLUTION_NS) return 0;
+  dc = (double)tickclock_conv_delta_to_ns(&s->src_conv, (int64_t)(b.mid - ref.mid));
+  dr = (double)(b.ns - ref.ns);
+  d = dc - dr < 0 ? dr - dc : dc - dr;
+  if (d <= dr * s->uncertainty_ppm * 1e-6 + half + 2) return 0;
+  *excess = d + half;
+  *ppm = (d + half) / dr * 1e6;
+  return 1;
+}
+
+/* The stated rate against the samples since the last tight one and since
+ * publication: a discrepancy leaves its window (the durations that meet
+ * it carry it) and asks for the state to be restated with an uncertainty
+ * that covers it. TKC_BREAK then, else 0. Moves the tight reference on. */
+static int tkc_held_to_rate(const tickclock_info *s, tkc_bracket b, double w) {
+  tkc_check_book *bk = tkc_checks();
+  double ex = 0, ppm = 0, ex_t = 0, ppm_t = 0;
+  int step = tkc_off_rate(s, b, w, bk->chk_tight, &ex, &ppm);
+  int total = tkc_off_rate(s, b, w, bk->chk_anchor, &ex_t, &ppm_t);
+  uint64_t hi = tkc_map(s, b.mid + b.width / 2);
+  tkc_bracket ref = bk->chk_tight;
+  if (b.width != UINT64_MAX && (double)tickclock_conv_ticks_to_ns(&s->src_conv, b.width) <=
+                                   TICKCLOCK_REVALIDATE_RESOLUTION_NS)
+    bk->chk_tight = b;
+  if (!step && !total) return 0;
+  if (step) tkc_note_break(tkc_map(s, ref.mid - ref.width / 2), hi, (uint64_t)ex + 1);
+  if (total)
+    tkc_note_break(tkc_map(s, bk->chk_anchor.mid - bk->chk_anchor.width / 2), hi,
+                   (uint64_t)ex_t + 1);
+  if (++bk->breaks > TICKCLOCK_REVALIDATE_MAX_BREAKS) {
+    char why[TICKCLOCK_REASON_LEN];
+    tkc_fmt(why, sizeof why,
+            "the counter left its stated rate %u times since the last initialisation (the "
+            "last: %.0f ns off CLOCK_MONOTONIC_RAW)",
+            bk->breaks, ex > ex_t ? ex : ex_t);
+    tkc_switch_to_os(s, why, TKC_OLD_FAILED);
+    return TICKCLOCK_SWITCHED;
+  }
+  bk->break_ppm = ppm > ppm_t ? ppm : ppm_t;
+  tkc_fmt(bk->break_why, sizeof bk->break_why,
+          "counter %.0f ns off CLOCK_MONOTONIC_RAW beyond its stated rate (%.3f ppm)",
+          ex > ex_t ? ex : ex_t, bk->break_ppm);
+  return TKC_BREAK;
+}
+
 /* The checks (the caller saw RDTSC enabled for this thread: see
  * tkc_rdtsc_disabled_locked); with_io: also the kernel's clocksource,
  * which needs a file read (tickclock_revalidate() only). Formats only when
@@ -249,7 +307,12 @@ int tkc_revalidate_locked(int with_io) {
   /* the step since the previous conclusive sample, then the total since
    * publication (a slow drift passes every step) */
   for (step = 1; step >= 0; step--) {
-    if (!tkc_drifted(s, b, w, step ? bk->chk_prev : bk->chk_anchor, &dc, &dr, &bound)) continue;
+    tkc_bracket ref = step ? bk->chk_prev : bk->chk_loose;
+    if (!tkc_drifted(&bk->loose_conv, bk->loose_ppm, b, w, ref, &dc, &dr, &bound)) continue;
+    /* what the counter did in the window looked at stays with the
+     * durations that meet it */
+    tkc_note_break(tkc_map(s, ref.mid - ref.width / 2), tkc_map(s, b.mid + b.width / 2),
+                   (uint64_t)((dc > dr ? dc - dr : dr - dc) + w) + 1);
     tkc_fmt(why, sizeof why,
             step ? "counter stepped %.0f ns against CLOCK_MONOTONIC_RAW's %.0f ns since "
                    "the previous check (bound %.0f ns)"
@@ -261,12 +324,15 @@ int tkc_revalidate_locked(int with_io) {
   }
   /* across a suspend the counter's advance is known only to the kernel's
    * account of it: the total since publication starts again here */
-  if (tkc_suspend_between(bk->chk_prev.susp, b.susp)) bk->chk_anchor = b;
+  if (tkc_suspend_between(bk->chk_prev.susp, b.susp))
+    bk->chk_anchor = bk->chk_tight = bk->chk_loose = b;
+  step = tkc_held_to_rate(s, b, w);
+  if (step == TICKCLOCK_SWITCHED) return step;
   bk->chk_prev = b;
   tkc_note_sample(tkc_map(s, b.mid - b.width / 2), tkc_map(s, b.mid + b.width / 2), b.susp);
   bk->max_seen = tkc_max_u64(bk->max_seen, tkc_map(s, b.mid + b.width / 2));
   tkc_arm_deadline(s, bk->max_seen);
-  return 0;
+  return step;
 }
 
 /* A counter state published without a sample to check against (no

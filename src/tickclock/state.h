@@ -53,8 +53,11 @@ TKC_INTERNAL void tkc_reset_world(void);
  * tickclock_to_ns/tickclock_delta_ns (refinements, a cross-check), which
  * may not allocate: enough for a whole refinement schedule. Refilled by
  * the calls that may allocate (tickclock_init, tickclock_revalidate,
- * tickclock_revalidate_every); when they run out, the refinement waits
- * for the next of those calls. */
+ * tickclock_revalidate_every): a whole refinement schedule (5) and a
+ * restatement after a break (tkc_restate_locked). With the first state and
+ * the spare they are the 8 static slots: a first use allocates nothing.
+ * When they run out, the refinement and further restatements wait for the
+ * next of those calls (a break's window is kept all the same). */
 #define TKC_READY_SLOTS 6
 
 /* How the old state's counter may be read when a state replaces it (its
@@ -102,7 +105,18 @@ TKC_INTERNAL int tkc_publish_planned(const tickclock_info *fresh, const tickcloc
  * TICKCLOCK_MAX_STATES). */
 TKC_INTERNAL unsigned tkc_states_count(void);
 
+/* Before the first state is visible (a signal handler that interrupted
+ * the first initialisation in its own thread): the first state once its
+ * unit is fixed, else the constant state whose ticks are CLOCK_MONOTONIC
+ * nanoseconds (tkc_is_reentry); its readings come from tkc_reentry_read,
+ * which the first state then continues. */
+TKC_INTERNAL const tickclock_info *tkc_before_first(void);
+TKC_INTERNAL int tkc_is_reentry(const tickclock_info *s);
+TKC_INTERNAL uint64_t tkc_reentry_read(void);
+
 /* ---- initialisation (init.c) ---- */
+/* tickclock_init's work (due.c checks the current counter first). */
+TKC_INTERNAL int tkc_init_locked(const tickclock_config *cfg);
 /* The first state (initialising once), or NULL when this thread
  * re-entered the lock. */
 TKC_INTERNAL const tickclock_info *tkc_first_state(void);
@@ -112,13 +126,24 @@ TKC_INTERNAL const tickclock_info *tkc_first_state(void);
 /* The checks' records: samples in the source's ticks and
  * CLOCK_MONOTONIC_RAW ns. */
 typedef struct tkc_check_book {
-  uint32_t reval_ms;      /* period of the rate check, 0 off */
-  uint64_t reval_at;      /* unit tick of the next periodic check */
-  int chk_on;             /* the published state reads the counter */
-  tkc_bracket chk_anchor; /* at publication */
-  tkc_bracket chk_prev;   /* the last conclusive sample */
-  uint64_t max_seen;      /* highest unit tick known handed out */
-  int cs_known;           /* clocksource at publication */
+  uint32_t reval_ms;         /* period of the rate check, 0 off */
+  uint64_t reval_at;         /* unit tick of the next periodic check */
+  int chk_on;                /* the published state reads the counter */
+  tkc_bracket chk_anchor;    /* at publication */
+  tkc_bracket chk_prev;      /* the last conclusive sample */
+  uint64_t max_seen;         /* highest unit tick known handed out */
+  tkc_bracket chk_tight;     /* the last sample the stated rate was held to */
+  tkc_bracket chk_loose;     /* the switch's total runs from here: the decision's
+                                anchor (refinements and restatements keep it) */
+  tickclock_conv loose_conv; /* ... and the rate it holds the counter to: the
+                                decision's, refined until the first restatement */
+  double loose_ppm;          /* with its uncertainty */
+  int restating;             /* a restatement is being published */
+  int restated;              /* one was, since the decision */
+  unsigned breaks;           /* breaks found since the last initialisation */
+  double break_ppm;          /* the last one: the uncertainty that covers it */
+  char break_why[96];        /* ... and what was found */
+  int cs_known;              /* clocksource at publication */
   char cs[32];
   /* the paravirtual clock page as last read (kind 0: none): its content
    * changing (not just its version) means the host rewrote the clock */
@@ -149,6 +174,14 @@ TKC_INTERNAL int tkc_checks_published(const tickclock_info *old, const tickclock
                                       const tickclock_evidence *ev);
 /* Forgets them (tkc_reset_world). */
 TKC_INTERNAL void tkc_checks_reset(void);
+
+/* The claims a cross-check refused (kept for the life of the process, the
+ * last TKC_MAX_REFUSALS of them): noted by the cross-check, copied into
+ * every later initialisation's evidence. */
+TKC_INTERNAL void tkc_refusal_note(int source, uint64_t hz_num, uint64_t hz_den,
+                                   const tickclock_calibration *c);
+TKC_INTERNAL void tkc_refusals_copy(tickclock_evidence *ev);
+TKC_INTERNAL void tkc_refusals_reset(void);
 
 /* The refinement's schedule. */
 typedef struct tkc_refine_book {
@@ -188,7 +221,7 @@ TKC_INTERNAL void tkc_refine_reset(void);
 TKC_INTERNAL void tkc_refine_from_anchor(const tickclock_info *s, tkc_bracket b);
 #endif
 
-/* The suspend windows (written with the lock held, read without it): a
+/* The suspend windows (windows.c; written with the lock held, read without it): a
  * sample of the counter (a publication's anchor, a conclusive rate
  * check) taken between unit ticks lo and hi, with susp suspended since
  * boot (UINT64_MAX unknown). A suspend since the previous sample is kept
@@ -201,8 +234,18 @@ TKC_INTERNAL void tkc_note_sample(uint64_t lo, uint64_t hi, uint64_t susp);
 TKC_INTERNAL int tkc_suspends_in(uint64_t lo, uint64_t hi, int read_now, uint64_t *slept);
 /* Forgets them (tkc_reset_world). */
 TKC_INTERNAL void tkc_suspends_reset(void);
+/* The breaks a rate check found (windows.c, like the suspends): the window
+ * [lo, hi] (unit ticks) it looked at, where the counter lay excess_ns
+ * further from CLOCK_MONOTONIC_RAW than the stated rate allows; the total
+ * of those that meet [lo, hi] in *excess_ns, and 1 when there is one. */
+TKC_INTERNAL void tkc_note_break(uint64_t lo, uint64_t hi, uint64_t excess_ns);
+TKC_INTERNAL int tkc_breaks_in(uint64_t lo, uint64_t hi, uint64_t *excess_ns);
+TKC_INTERNAL void tkc_breaks_reset(void);
 
 /* ---- re-validation (revalidate.c; lock held) ---- */
+/* tkc_revalidate_locked's answer when the counter passed the checks but
+ * not its stated rate: the caller restates it (tkc_restate_locked). */
+#define TKC_BREAK 2
 #if defined(TKC_ARCH_COUNTER)
 /* Before any counter read of a check or a refinement: RDTSC disabled for
  * this thread means switching to the OS clock without reading the
@@ -233,6 +276,11 @@ TKC_INTERNAL void tkc_cross_check(const tickclock_info *s, const tickclock_calib
                                   int may_alloc);
 /* One refinement step (may_alloc: 0 inside the conversions). */
 TKC_INTERNAL void tkc_refine_locked(int may_alloc);
+/* After a break (TKC_BREAK): the published state again, its uncertainty
+ * widened to the checks' record (break_ppm), its rate measured again from
+ * a fresh bracket by the refinement; the OS clock once there were more
+ * than TICKCLOCK_REVALIDATE_MAX_BREAKS. */
+TKC_INTERNAL void tkc_restate_locked(int may_alloc);
 #endif
 
 #ifdef __cplusplus

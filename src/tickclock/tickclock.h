@@ -80,7 +80,10 @@
  *    reasons with the library's own formatter. A signal handler that
  *    interrupts the first initialisation in its own thread never waits:
  *    its reads come straight from CLOCK_MONOTONIC (nanoseconds) and
- *    tickclock_info_get() describes exactly that. tickclock_init,
+ *    tickclock_info_get() describes exactly that. Those reads compare with
+ *    every later one: the first state then continues them (nanoseconds
+ *    are the process's tick unit, the counter is read out of line and
+ *    mapped into them). tickclock_init,
  *    tickclock_revalidate and tickclock_revalidate_every are not
  *    async-signal-safe; called from a handler that interrupted the
  *    library in the same thread, init and revalidate return TICKCLOCK_EBUSY.
@@ -111,9 +114,10 @@
  *    there. No counter state states less than 0.01 ppm.
  *  - Durations: tickclock_delta_ns converts with the best rate known when
  *    it runs (what is due is done first, for the later of its two ticks);
- *    two calls with the same ticks agree unless a refinement was published
- *    between them, and then differ by at most the earlier state's stated
- *    uncertainty over the interval (plus 1 ns); delta_ns(a, b) ==
+ *    two calls with the same ticks agree unless a state was published
+ *    between them, and then differ by at most the stated uncertainties of
+ *    the states current at either call and in between, summed, over the
+ *    interval (plus 1 ns); delta_ns(a, b) ==
  *    -delta_ns(b, a) under one state. tickclock_duration_get gives an
  *    interval with an error bound: see "Durations with a bound" below.
  *  - The rate check (on by default, every TICKCLOCK_CHECK_DEFAULT_MS): on
@@ -125,9 +129,11 @@
  *    no scaling) by more than TICKCLOCK_REVALIDATE_DRIFT_PPM plus the
  *    stated uncertainty is left for the OS clock once its accumulated
  *    error passes TICKCLOCK_REVALIDATE_DRIFT_ABS_NS: a 1000 ppm change
- *    within about 1 s of the change (measured on the fake platform: 0.85
- *    s), a 100 ppm change within about 4 s (3.85 s); a change under
- *    DRIFT_PPM is never flagged. A counter that jumped forward is caught
+ *    within about 1 s of the change (measured on the fake platform: 1.0
+ *    s), a 100 ppm change within about 4 s (4.0 s). A change under
+ *    DRIFT_PPM keeps the counter, but not its stated rate: the same
+ *    samples hold it to that (RESOLUTION_NS below), and a break restates
+ *    it. A counter that jumped forward is caught
  *    at the next check. One that stepped backward (a CPU whose TSC is
  *    behind, a counter reset in S3) is caught by tickclock_revalidate() at
  *    once, but by the conversions only when its ticks pass the deadline
@@ -225,6 +231,22 @@ typedef enum tickclock_freq_method {
 #define TICKCLOCK_REVALIDATE_DRIFT_PPM 50.0
 #define TICKCLOCK_REVALIDATE_DRIFT_ABS_NS 100000.0
 #define TICKCLOCK_REVALIDATE_MAX_BRACKET_NS 20000.0
+/* Below that threshold, the same samples hold the counter to its stated
+ * rate: over the step since the last sample whose bracket was tight
+ * enough, and over the total since publication, counter time and
+ * CLOCK_MONOTONIC_RAW must agree within the stated uncertainty of the
+ * elapsed time plus the two brackets' half-widths (and 2 ns of rounding).
+ * A pair of samples whose half-widths add up to more than RESOLUTION_NS
+ * is not used for it. A counter that fails it (a step, a rate change too
+ * small to switch for) keeps its readings: the window the check looked at
+ * is kept with the discrepancy found (durations that meet it carry it:
+ * TICKCLOCK_DURATION_SPANS_BREAK), the state is published again with an
+ * uncertainty that covers the discrepancy, and the rate is measured again
+ * from that sample on; past TICKCLOCK_REVALIDATE_MAX_BREAKS of them since
+ * the last initialisation the counter is left for the OS clock. What no
+ * check can see is what stays within RESOLUTION_NS per check period. */
+#define TICKCLOCK_REVALIDATE_RESOLUTION_NS 200.0
+#define TICKCLOCK_REVALIDATE_MAX_BREAKS 16
 /* The period of the rate check until tickclock_revalidate_every() sets
  * another (0: off). */
 #define TICKCLOCK_CHECK_DEFAULT_MS 1000

@@ -31,7 +31,17 @@
  *    the interval is 0.5 ms or longer, by comparing the time suspended now
  *    with the last check's; a window
  *    that only overlaps the interval counts too; the oldest windows, once
- *    eight later ones are kept, count as one whose time is all of theirs).
+ *    eight later ones are kept, count as one whose time is all of theirs),
+ *  - a break (TICKCLOCK_DURATION_SPANS_BREAK): a window in which a rate
+ *    check found the counter further from CLOCK_MONOTONIC_RAW than its
+ *    stated rate allows (a step, a rate change below the switch's
+ *    threshold), with the discrepancy it measured; the windows are kept
+ *    like the suspends'.
+ * What the rate check has not looked at yet is not in the bound: an
+ * interval asked before the check that follows it assumes the stated
+ * rate held since the last check, and what stays within
+ * TICKCLOCK_REVALIDATE_RESOLUTION_NS per check period is never seen (see
+ * the README's table of what the bound includes).
  * Under the OS clock the duration is what CLOCK_MONOTONIC counts: NTP may
  * slew it against CLOCK_MONOTONIC_RAW (by at most 500 ppm; on a host
  * without NTP by nothing), which the bound does not include. A result that
@@ -57,6 +67,7 @@
 #define TICKCLOCK_DURATION_SPANS_BOUNDED_SWITCH 2u /* a step bounded, not measured */
 #define TICKCLOCK_DURATION_SPANS_SUSPEND 4u        /* a detected suspend */
 #define TICKCLOCK_DURATION_SATURATED 8u            /* the value did not fit */
+#define TICKCLOCK_DURATION_SPANS_BREAK 16u         /* a step or rate change a check found */
 typedef struct tickclock_duration {
   int64_t ns;        /* end - start, ns (negative when end precedes start) */
   uint64_t bound_ns; /* |ns - true| <= bound_ns */

@@ -409,3 +409,57 @@ TEST_CASE("a long history: the walk finds the states an old interval spans") {
   CHECK(d.spanned <= 2);
   check_within(d, tsc_ns(a, b));
 }
+
+namespace {
+struct HandlerTick {
+  uint64_t tick = 0, at_ns = 0;
+  int taken = 0;
+  FakeWorld *w = nullptr;
+};
+void take_handler_tick(void *arg) {
+  HandlerTick *h = static_cast<HandlerTick *>(arg);
+  h->tick = tickclock_now();
+  h->at_ns = h->w->now_ns;
+  h->taken = 1;
+}
+}  // namespace
+
+TEST_CASE("a tick a handler took during the first initialisation compares with later ones") {
+  if (fake::no_counter("a handler's tick during the first initialisation")) return;
+  // the handler lands in the first, second, ... reading of the raw clock:
+  // the calibration's brackets, the anchor, the publication
+  for (uint64_t at : {1, 2, 3, 5, 8, 13, 40, 200, 1000}) {
+    CAPTURE(at);
+    FakeWorld w;
+    tickclock_platform p = fake::full(&w);
+    HandlerTick h;
+    h.w = &w;
+    w.interrupt = take_handler_tick;
+    w.interrupt_arg = &h;
+    w.interrupt_at_raw = at;
+    tkc_set_platform(&p);
+    tickclock_revalidate_every(0);
+    REQUIRE(tickclock_init(NULL) == TICKCLOCK_OK);
+    if (!h.taken) {  // the initialisation read the raw clock fewer times
+      tickclock_revalidate_every(TICKCLOCK_CHECK_DEFAULT_MS);
+      tkc_set_platform(NULL);
+      continue;
+    }
+    const tickclock_info *s = tickclock_info_get();
+    w.now_ns += 3000000;  // 3 ms later
+    uint64_t t1 = tickclock_now();
+    double truth = (double)(w.now_ns - h.at_ns);
+    tickclock_duration d;
+    REQUIRE(tickclock_duration_get(h.tick, t1, &d) == TICKCLOCK_OK);
+    INFO("source " << std::string(s->source_name) << " read_path " << s->read_path << " delta "
+                   << tickclock_delta_ns(h.tick, t1) << " truth " << truth);
+    CHECK((d.flags & TICKCLOCK_DURATION_SATURATED) == 0);
+    // the handler's reading and the fake's time at it are a few reads apart
+    check_within(d, truth, 200);
+    CHECK(std::abs((double)tickclock_delta_ns(h.tick, t1) - truth) <= (double)d.bound_ns + 200);
+    // to_ns never steps back from the handler's tick to a later one
+    CHECK(tickclock_to_ns(h.tick) <= tickclock_to_ns(t1));
+    tickclock_revalidate_every(TICKCLOCK_CHECK_DEFAULT_MS);
+    tkc_set_platform(NULL);
+  }
+}

@@ -516,3 +516,44 @@ TEST_CASE("a published frequency slightly off passes the 1 ms check and fails a 
   CHECK(std::fabs(e->hz / 2.5e9 - 1) < 1e-6);  // and then refined to within 1 ppm
   CHECK(tickclock_to_ns(t0) == ns0);
 }
+
+TEST_CASE("a published frequency the cross-check refused is not used again by a re-initialisation" *
+          doctest::test_suite("x86")) {
+  World f;
+  publish_crystal(f.w, -40000);  // leaf 0x15 states 2.4 GHz; the counter runs at 2.5
+  const tickclock_info *i = f.start();
+  REQUIRE(i->freq_pending_check == 1);
+  (void)walk(f.w, 5000000, 10000, 50000);  // the cross-check refuses it
+  REQUIRE(tickclock_info_get()->freq_method == TICKCLOCK_FREQ_CALIBRATED);
+  long violations = 0, pending = 0, failed = 0;
+  double worst = 0;
+  for (int k = 0; k < 1500; k++) {
+    int rc = tickclock_init(NULL);
+    if (rc != TICKCLOCK_OK) failed++;
+    const tickclock_info *s = tickclock_info_get();
+    if (s->freq_pending_check) pending++;
+    // an interval of 0.9 ms right after, asked at once
+    uint64_t t0 = tickclock_now(), at0 = f.w.now_ns;
+    f.w.now_ns += 900000;
+    uint64_t t1 = tickclock_now(), at1 = f.w.now_ns;
+    tickclock_duration d;
+    REQUIRE(tickclock_duration_get(t0, t1, &d) == TICKCLOCK_OK);
+    // the two readings lie within a counter read of the fake's instants
+    double err = std::fabs((double)d.ns - (double)(at1 - at0)) - 2.0 * (double)f.w.read_cost_ns;
+    if (err > (double)d.bound_ns) violations++;
+    if (err - (double)d.bound_ns > worst) worst = err - (double)d.bound_ns;
+    f.w.now_ns += 1000000;
+  }
+  const tickclock_info *s = tickclock_info_get();
+  const tickclock_freq_candidate *pub = freq(s, "cpuid_15h_crystal");
+  REQUIRE(pub != nullptr);
+  INFO("pending " << pending << " violations " << violations << " worst excess " << worst
+                  << " ns; failed inits " << failed << "; states " << tkc_states_count()
+                  << "; crystal's reason: " << pub->reason);
+  CHECK(pending == 0);
+  CHECK(violations == 0);
+  CHECK(failed == 0);
+  CHECK(s->source == TICKCLOCK_SOURCE_TSC);
+  CHECK(s->freq_method == TICKCLOCK_FREQ_CALIBRATED);
+  CHECK(tkc_states_count() < TICKCLOCK_MAX_STATES);
+}

@@ -186,6 +186,12 @@ struct FakeWorld {
   uint64_t suspend_at_call = 0, suspend_for_ns = 0, suspended_reads = 0;
   // CLOCK_MONOTONIC_RAW denied (a seccomp filter): its reads fail (0).
   int raw_fail = 0;
+  // A signal handler that runs once, inside the interrupt_at_raw-th
+  // reading of CLOCK_MONOTONIC_RAW (a calibration, a bracket): in the
+  // thread that is reading, as a real handler would.
+  void (*interrupt)(void *arg) = nullptr;
+  void *interrupt_arg = nullptr;
+  uint64_t interrupt_at_raw = 0, raw_reads = 0;
   // A rate change (a VM restored onto a host with another TSC rate and no
   // scaling): from rate_from_ns on (counter time) the counter runs at
   // num2/den2 ticks per ns.
@@ -409,7 +415,10 @@ inline uint64_t suspended_ns(void *ctx) {
 }
 
 inline uint64_t raw_clock_ns(void *ctx) {  // CLOCK_MONOTONIC_RAW through the vDSO
-  if (W(ctx)->raw_fail) return 0;
+  FakeWorld *w = W(ctx);
+  if (w->interrupt != nullptr && ++w->raw_reads == w->interrupt_at_raw)
+    w->interrupt(w->interrupt_arg);
+  if (w->raw_fail) return 0;
   return clock_ns(ctx);
 }
 

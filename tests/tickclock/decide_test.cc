@@ -152,6 +152,13 @@ TEST_CASE("forcing: honoured when executable even if untrusted, never when it wo
   CHECK(out.source == TICKCLOCK_SOURCE_TSC);
   CHECK(out.forced == 1);
   CHECK(std::strstr(find(out, TICKCLOCK_SOURCE_TSC)->reason, "forced") != NULL);
+  // the OS clock is not used because the TSC was forced, not because the
+  // TSC is trusted (it is not here)
+  const tickclock_candidate *sys = find(out, TICKCLOCK_SOURCE_SYSTEM);
+  REQUIRE(sys != NULL);
+  CAPTURE(sys->reason);
+  CHECK(std::strstr(sys->reason, "was forced by") != NULL);
+  CHECK(std::strstr(sys->reason, "trusted") == NULL);
 
   ev.tsc_prctl = TICKCLOCK_PRCTL_SIGSEGV;  // would trap: refuse
   CHECK(decide(&ev, &out) == 0);
@@ -204,4 +211,23 @@ TEST_CASE("source names round-trip") {
     CHECK(tickclock_source_from_name(tickclock_source_name(s)) == s);
   CHECK(tickclock_source_from_name("nope") == -1);
   CHECK(tickclock_source_from_name(NULL) == -1);
+}
+
+TEST_CASE(
+    "the OS clock chosen before any calibration: the calibration entry says it was not needed") {
+  tickclock_evidence ev = healthy();
+  std::strcpy(ev.clocksource, "hpet");  // the kernel rejected the TSC
+  ev.cal_deferrable = 1;
+  tickclock_info out;
+  CHECK(decide(&ev, &out) == 0);
+  REQUIRE(out.source == TICKCLOCK_SOURCE_SYSTEM);
+  bool seen = false;
+  for (unsigned k = 0; k < out.n_freqs; k++)
+    if (out.freqs[k].method == TICKCLOCK_FREQ_CALIBRATED) {
+      seen = true;
+      CAPTURE(out.freqs[k].reason);
+      CHECK(std::strstr(out.freqs[k].reason, "published frequency is used first") == NULL);
+      CHECK(std::strstr(out.freqs[k].reason, "not chosen") != NULL);
+    }
+  CHECK(seen);
 }

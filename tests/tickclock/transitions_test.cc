@@ -583,6 +583,9 @@ std::atomic<long long> g_handler_worst_off(0);
 std::atomic<int> g_phase(0);  // 1: the first initialisation, 2: a re-initialisation
 std::atomic<unsigned long long> g_phase_start(0);
 std::atomic<long long> g_unit_off(0);  // to_ns(now()) - system call, before phase 2
+// the first reading a handler took during the first initialisation, and
+// the system call right after it
+std::atomic<unsigned long long> g_init_tick(0), g_init_tick_sys(0);
 
 void note_off(long long off) {
   long long m = off < 0 ? -off : off;
@@ -600,7 +603,10 @@ void on_alarm(int) {
   g_handler_calls++;
   if (g_phase.load() == 1 && during) {
     // its reads come straight from CLOCK_MONOTONIC, in nanoseconds
-    g_handler_during_init++;
+    if (g_handler_during_init++ == 0) {
+      g_init_tick = b;
+      g_init_tick_sys = r;
+    }
     note_off((long long)(r - b));
     // the library is interrupted in this thread: init and revalidate say so
     if (tickclock_init(NULL) == TICKCLOCK_EBUSY && tickclock_revalidate() == TICKCLOCK_EBUSY)
@@ -650,6 +656,17 @@ TEST_CASE("a signal handler during an initialisation reads the system clock and 
     g_phase = 0;
     EXPECT(rc == TICKCLOCK_OK);
     int first_calls = g_handler_during_init.load();
+    if (first_calls > 0) {
+      // the handler's reading compares with one taken after the
+      // initialisation: the same span as the system call's, within what
+      // the first state's continuation allows (microseconds) and the time
+      // between each reading and its system call
+      uint64_t later = tickclock_now(), later_sys = sys_ns();
+      long long span = (long long)(later_sys - g_init_tick_sys.load());
+      long long got = (long long)tickclock_delta_ns(g_init_tick.load(), later);
+      fprintf(stderr, "handler's tick to a later one: %lld ns, system call %lld ns\n", got, span);
+      EXPECT(got - span < 2000000 && span - got < 2000000);
+    }
     // then a re-initialisation, interrupted the same way
     uint64_t t = tickclock_now(), r = sys_ns();
     g_unit_off = (long long)(tickclock_to_ns(t) - r);

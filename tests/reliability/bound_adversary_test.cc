@@ -1,0 +1,375 @@
+// tickclock_duration_get's bound against a counter that misbehaves below
+// the checks' thresholds, on the deterministic fake platform (the core
+// compiled in with -DTICKCLOCK_TEST_FAKE_COUNTER): rate changes of 1, 10,
+// 40 and 100 ppm (before and during the refinement), steps just under and
+// over each allowance, a jump inside the first calibration, suspends,
+// re-initialisations (also past TICKCLOCK_COALESCE_AFTER states) and ticks
+// from the future.
+//
+// Each scenario records a time line (a reading every millisecond of
+// simulated time, each with the raw clock's instant it was taken at), then
+// asks for the duration of thousands of pairs of readings: consecutive
+// ones, ones a few ms to a second apart, and ones across the whole line.
+// The truth is the raw clock's time between the two readings (what the
+// header's bound is stated against); a duration is a violation when it
+// lies further from it than its bound. Durations are asked once the line
+// is over: a check after an interval may have found what the counter did
+// inside it, and the bound of an interval asked before that check (the
+// header states) rests on the rate holding since the last check; those
+// asked at once are counted and printed, not judged.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "doctest/doctest.h"
+#include "tests/support/fake_platform.h"
+#include "tests/support/skip.h"
+
+namespace {
+
+struct Reading {
+  uint64_t tick, at, slept;  // the tick, the raw clock's instant, time suspended so far
+};
+
+// delta_ns of two readings as it was when the later one was taken, and
+// the generation of the state it was converted with.
+struct Asked {
+  size_t i, j;
+  int64_t d;
+  unsigned gen;
+};
+
+struct Line {
+  FakeWorld w;
+  tickclock_platform p;
+  std::vector<Reading> rd;
+  std::vector<Asked> asked;
+  long at_once_outside = 0, at_once = 0;
+  double excluded_ns = 0;  // what the header states is outside the bound
+  Line() { p = fake::full(&w); }
+  ~Line() {
+    tickclock_revalidate_every(TICKCLOCK_CHECK_DEFAULT_MS);
+    tkc_set_platform(NULL);
+  }
+  void start(uint32_t check_ms = TICKCLOCK_CHECK_DEFAULT_MS) {
+    tkc_set_platform(&p);
+    REQUIRE(tickclock_init(NULL) == TICKCLOCK_OK);
+    tickclock_revalidate_every(check_ms);
+  }
+  void read() {
+    uint64_t t = tickclock_now();
+    rd.push_back({t, w.now_ns, w.suspended});
+  }
+  // a reading every step_ns for span_ns, each converted (what is due runs);
+  // every 97th interval since the previous reading is asked at once
+  void run(uint64_t span_ns, uint64_t step_ns = 1000000) {
+    for (uint64_t t = 0; t < span_ns; t += step_ns) {
+      w.now_ns += step_ns;
+      read();
+      (void)tickclock_to_ns(rd.back().tick);
+      for (size_t k : {1, 20, 400})
+        if (rd.size() > k && rd.size() % 13 == 0) {
+          size_t i = rd.size() - 1 - k, j = rd.size() - 1;
+          int64_t d = tickclock_delta_ns(rd[i].tick, rd[j].tick);
+          asked.push_back({i, j, d, tickclock_info_get()->generation});
+        }
+      if (rd.size() % 97 == 0 && rd.size() > 50) {
+        const Reading &a = rd[rd.size() - 50], &b = rd.back();
+        tickclock_duration d;
+        if (tickclock_duration_get(a.tick, b.tick, &d) == TICKCLOCK_OK) {
+          at_once++;
+          if (outside(d, a, b) > 0) at_once_outside++;
+        }
+      }
+    }
+  }
+  // from `at` on (counter time), the counter runs ppm faster than it did
+  void rate_change(double ppm) {
+    // continuous: the counter's reading now stays what it was
+    uint64_t before = w.ticks_at(w.now_ns);
+    w.rate_from_ns = w.now_ns + w.suspended * (w.counts_in_suspend ? 1 : 0);
+    // rate = num/den * (1 + ppm/1e6), as an exact fraction over 1e9 den
+    double hz = (double)w.num / (double)w.den * 1e9 * (1 + ppm * 1e-6);
+    w.num2 = (uint64_t)std::llround(hz);
+    w.den2 = UINT64_C(1000000000);
+    w.base += before - w.ticks_at(w.now_ns);
+  }
+  // how far d lies outside its bound (<= 0: inside); the readings are
+  // known to within a counter read each
+  double outside(const tickclock_duration &d, const Reading &a, const Reading &b) const {
+    double awake = (double)(int64_t)(b.at - a.at);
+    double slept = (double)(b.slept - a.slept);
+    double slack = 2.0 * (double)w.read_cost_ns + excluded_ns;
+    double e1 = std::fabs((double)d.ns - awake), e2 = std::fabs((double)d.ns - awake - slept);
+    double e = e1 < e2 ? e1 : e2;  // a suspend: either count is right
+    if (d.flags & TICKCLOCK_DURATION_SATURATED) return 0;
+    return e - (double)d.bound_ns - slack;
+  }
+};
+
+struct Verdict {
+  long pairs = 0, violations = 0;
+  double worst = 0;  // ns outside the bound, the worst
+  std::string worst_what;
+  long repeats = 0, repeat_moved = 0;  // delta_ns asked again: beyond the rule
+  double repeat_worst = 0;
+};
+
+// delta_ns asked again at the end: it moves by at most the sum of the
+// stated uncertainties of the states current at either call and in
+// between (each over the interval), plus 1 ns (tickclock.h).
+void judge_repeats(Line &l, Verdict &v) {
+  const tickclock_info *now = tickclock_info_get();
+  for (const Asked &a : l.asked) {
+    double sum_u = 0;
+    if (now->generation == a.gen) continue;
+    for (const tickclock_info *x = now; x != NULL && x->generation >= a.gen; x = x->prev)
+      sum_u += x->uncertainty_ppm;
+    int64_t d = tickclock_delta_ns(l.rd[a.i].tick, l.rd[a.j].tick);
+    double moved = std::fabs((double)(d - a.d));
+    double allowed = sum_u * 1e-6 * std::fabs((double)a.d) + 1;
+    v.repeats++;
+    if (moved > allowed) {
+      v.repeat_moved++;
+      if (moved - allowed > v.repeat_worst) v.repeat_worst = moved - allowed;
+    }
+  }
+}
+
+// Pairs: consecutive readings, readings k apart for k in 3..1000, and
+// pseudo-random far pairs; each asked now, after the line is over.
+Verdict judge(Line &l) {
+  Verdict v;
+  // the check that follows the line's last reading (the bound of an
+  // interval asked before it rests on the rate since the last check)
+  l.w.now_ns += (uint64_t)TICKCLOCK_CHECK_DEFAULT_MS * 1100000u;
+  (void)tickclock_to_ns(tickclock_now());
+  size_t n = l.rd.size();
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  auto ask = [&](size_t i, size_t j) {
+    tickclock_duration d;
+    if (tickclock_duration_get(l.rd[i].tick, l.rd[j].tick, &d) != TICKCLOCK_OK) return;
+    v.pairs++;
+    double o = l.outside(d, l.rd[i], l.rd[j]);
+    if (o > 0) {
+      v.violations++;
+      if (o > v.worst) {
+        v.worst = o;
+        char buf[200];
+        std::snprintf(buf, sizeof buf, "readings %zu..%zu: ns %lld bound %llu flags %u", i, j,
+                      (long long)d.ns, (unsigned long long)d.bound_ns, d.flags);
+        v.worst_what = buf;
+      }
+    }
+  };
+  for (size_t i = 0; i + 1 < n; i += 3) ask(i, i + 1);
+  for (size_t k : {3, 10, 30, 100, 300, 1000})
+    for (size_t i = 0; i + k < n; i += 7) ask(i, i + k);
+  for (int r = 0; r < 3000 && n > 2; r++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    size_t i = (size_t)(x % n), j = (size_t)((x >> 32) % n);
+    if (i != j) ask(i < j ? i : j, i < j ? j : i);
+  }
+  judge_repeats(l, v);
+  return v;
+}
+
+void report(const char *what, const Line &l, const Verdict &v) {
+  const tickclock_info *s = tickclock_info_get();
+  if (getenv("ADV_HISTORY"))
+    for (const tickclock_info *x = s; x != NULL; x = x->prev)
+      fprintf(stderr, "  gen %u base %llu hz %.3f u %.4f why %s\n", x->generation,
+              (unsigned long long)x->base_ticks, x->hz, x->uncertainty_ppm, x->why);
+  MESSAGE(std::string(what) << ": " << v.violations << " of " << v.pairs
+                            << " pairs outside the bound (worst by " << v.worst
+                            << " ns: " << v.worst_what << "); delta_ns asked again moved "
+                            << "beyond the rule: " << v.repeat_moved << " of " << v.repeats
+                            << " (worst by " << v.repeat_worst << " ns); asked at once: "
+                            << l.at_once_outside << " of " << l.at_once << "; now "
+                            << std::string(s->source_name) << " at " << s->hz << " Hz +-"
+                            << s->uncertainty_ppm << " ppm, generation " << s->generation);
+}
+
+}  // namespace
+
+TEST_CASE("steady counter: every bound holds (the control)") {
+  if (fake::no_counter("the adversarial bound suite")) return;
+  Line l;
+  l.start();
+  l.run(UINT64_C(20000000000));
+  Verdict v = judge(l);
+  report("steady", l, v);
+  CHECK(v.violations == 0);
+  CHECK(v.repeat_moved == 0);
+}
+
+TEST_CASE("the counter's rate changes after the refinement, no re-initialisation") {
+  if (fake::no_counter("the adversarial bound suite")) return;
+  for (double ppm : {1.0, 10.0, 40.0, -40.0, 100.0}) {
+    CAPTURE(ppm);
+    Line l;
+    l.start();
+    l.run(UINT64_C(5000000000));
+    l.rate_change(ppm);
+    l.run(UINT64_C(15000000000));
+    // long after the change (restated, or left): intervals asked at once
+    // hold too
+    long out_before = l.at_once_outside, at_before = l.at_once;
+    l.run(UINT64_C(3000000000));
+    long settled_out = l.at_once_outside - out_before, settled = l.at_once - at_before;
+    CAPTURE(settled);
+    CHECK(settled > 0);
+    CHECK(settled_out == 0);
+    Verdict v = judge(l);
+    report(("rate change " + std::to_string(ppm) + " ppm at 5 s").c_str(), l, v);
+    CHECK(v.violations == 0);
+    CHECK(v.repeat_moved == 0);
+    CHECK(v.repeat_moved == 0);
+  }
+}
+
+TEST_CASE("the counter's rate changes during the refinement") {
+  if (fake::no_counter("the adversarial bound suite")) return;
+  for (uint64_t at_ms : {3, 30, 300}) {
+    CAPTURE(at_ms);
+    Line l;
+    l.start();
+    l.run(at_ms * UINT64_C(1000000));
+    l.rate_change(40);
+    l.run(UINT64_C(10000000000));
+    Verdict v = judge(l);
+    report(("+40 ppm at " + std::to_string(at_ms) + " ms").c_str(), l, v);
+    CHECK(v.violations == 0);
+    CHECK(v.repeat_moved == 0);
+    CHECK(v.repeat_moved == 0);
+  }
+}
+
+TEST_CASE("the counter steps, under and over each allowance") {
+  if (fake::no_counter("the adversarial bound suite")) return;
+  for (int64_t step_ns : {30, 300, 5000, 50000, 90000, 110000, 1000000, -300, -5000, -90000}) {
+    CAPTURE(step_ns);
+    Line l;
+    l.start();
+    l.run(UINT64_C(5000000000));
+    l.w.offset += l.w.ticks(step_ns);
+    l.run(UINT64_C(5000000000));
+    // a step the checks cannot tell from the brackets' noise (the header:
+    // what stays within RESOLUTION_NS of a check period) is outside the bound
+    uint64_t mag = (uint64_t)(step_ns < 0 ? -step_ns : step_ns);
+    if ((double)mag <= TICKCLOCK_REVALIDATE_RESOLUTION_NS) l.excluded_ns = (double)mag;
+    Verdict v = judge(l);
+    report(("step " + std::to_string(step_ns) + " ns at 5 s").c_str(), l, v);
+    CHECK(v.violations == 0);
+    CHECK(v.repeat_moved == 0);
+    CHECK(v.repeat_moved == 0);
+  }
+}
+
+TEST_CASE("a step inside the first calibration") {
+  if (fake::no_counter("the adversarial bound suite")) return;
+  for (int64_t step_ns : {20000, 90000}) {
+    CAPTURE(step_ns);
+    Line l;
+    // the step lands on the 5th raw clock read: inside the quick calibration
+    struct Step {
+      FakeWorld *w;
+      int64_t ns;
+    } st = {&l.w, step_ns};
+    l.w.interrupt = [](void *a) {
+      Step *s = static_cast<Step *>(a);
+      s->w->offset += s->w->ticks(s->ns);
+    };
+    l.w.interrupt_arg = &st;
+    l.w.interrupt_at_raw = 5;
+    l.start();
+    l.run(UINT64_C(10000000000));
+    Verdict v = judge(l);
+    report(("step " + std::to_string(step_ns) + " ns inside the calibration").c_str(), l, v);
+    CHECK(v.violations == 0);
+    CHECK(v.repeat_moved == 0);
+    CHECK(v.repeat_moved == 0);
+  }
+}
+
+TEST_CASE("re-initialisations across a rate change, also past the coalescing threshold") {
+  if (fake::no_counter("the adversarial bound suite")) return;
+  for (int long_history = 0; long_history <= 1; long_history++) {
+    CAPTURE(long_history);
+    Line l;
+    l.start();
+    if (long_history) {
+      int guard = 0;
+      while (tkc_states_count() < TICKCLOCK_COALESCE_AFTER + 8 &&
+             guard++ < 4 * TICKCLOCK_COALESCE_AFTER) {
+        (void)tickclock_init(NULL);
+        l.w.now_ns += 3000000;
+        if (getenv("ADV_HISTORY") && guard % 100 == 0)
+          fprintf(stderr, "%d inits, %u states, now %llu\n", guard, tkc_states_count(),
+                  (unsigned long long)l.w.now_ns);
+      }
+      REQUIRE(tkc_states_count() >= TICKCLOCK_COALESCE_AFTER);
+    }
+    l.run(UINT64_C(2000000000));
+    l.rate_change(20);
+    for (int k = 0; k < 10; k++) {
+      l.run(UINT64_C(500000000));
+      CHECK(tickclock_init(NULL) == TICKCLOCK_OK);
+    }
+    l.run(UINT64_C(3000000000));
+    Verdict v = judge(l);
+    report(long_history ? "+20 ppm, re-initialisations past 1024 states"
+                        : "+20 ppm, re-initialisations",
+           l, v);
+    CHECK(v.violations == 0);
+    CHECK(v.repeat_moved == 0);
+    CHECK(v.repeat_moved == 0);
+  }
+}
+
+TEST_CASE("suspends and ticks from the future") {
+  if (fake::no_counter("the adversarial bound suite")) return;
+  Line l;
+  l.start();
+  l.run(UINT64_C(2000000000));
+  for (int k = 0; k < 20; k++) {
+    l.w.suspend(UINT64_C(1000000000));
+    l.run(UINT64_C(300000000));
+    (void)tickclock_to_ns(tickclock_now() + UINT64_C(1000000000000000));  // a tick far ahead
+  }
+  Verdict v = judge(l);
+  report("20 suspends", l, v);
+  CHECK(v.violations == 0);
+  CHECK(v.repeat_moved == 0);
+}
+
+TEST_CASE("a counter whose rate keeps moving is left for the OS clock after MAX_BREAKS") {
+  if (fake::no_counter("the adversarial bound suite")) return;
+  Line l;
+  l.start();
+  l.run(UINT64_C(3000000000));
+  // +-20 ppm, alternating every 3 s: under the switch's threshold, every
+  // one a break once the refinement has narrowed the restated rate again
+  // (tickclock_revalidate() keeps slots ready for it)
+  int k = 0;
+  for (; k < 3 * TICKCLOCK_REVALIDATE_MAX_BREAKS &&
+         tickclock_info_get()->source != TICKCLOCK_SOURCE_SYSTEM;
+       k++) {
+    l.rate_change(k % 2 ? -20 : 20);
+    l.run(UINT64_C(3000000000));
+    (void)tickclock_revalidate();
+  }
+  const tickclock_info *s = tickclock_info_get();
+  Verdict v = judge(l);
+  report("+-20 ppm every 3 s", l, v);
+  CAPTURE(s->why);
+  CHECK(s->source == TICKCLOCK_SOURCE_SYSTEM);
+  CHECK(std::string(s->why).find("left its stated rate") != std::string::npos);
+  CHECK(k <= TICKCLOCK_REVALIDATE_MAX_BREAKS + 2);
+  CHECK(v.violations == 0);
+}
