@@ -1,0 +1,235 @@
+/* tickclock — the kernel's pages the native platform reads on x86 Linux:
+ * the perf_event mmap page (the kernel's own TSC -> ns conversion, where
+ * its clock is the TSC) and the paravirtual clock page (kvm-clock's
+ * pvclock_vcpu_time_info, Hyper-V's TSC page), found without risking a
+ * signal. Only platform.c calls in here; everything else the OS is asked
+ * is platform_posix.c's.
+ */
+#include "platform.h"
+
+#if !defined(_WIN32)
+
+#include "platform_os.h"
+
+#if defined(TKC_HAVE_PERF)
+#if !defined(PERF_FLAG_FD_CLOEXEC)
+#define PERF_FLAG_FD_CLOEXEC (1UL << 3)
+#endif
+
+/* The perf_event mmap page of a self-monitoring dummy event: the kernel's
+ * own TSC -> ns parameters (time_mult, time_shift), valid when
+ * cap_user_time says the kernel's clock is the TSC. Read under the page's
+ * seqlock (the lock word is odd while the kernel writes). */
+static void tkc_read_perf_page(tickclock_perf_page *pp) {
+  struct perf_event_attr attr;
+  long fd;
+  long page = sysconf(_SC_PAGESIZE);
+  void *map;
+  int tries;
+  memset(&attr, 0, sizeof attr);
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.size = sizeof attr;
+  attr.config = PERF_COUNT_SW_DUMMY;
+  attr.exclude_kernel = 1;
+  attr.exclude_hv = 1;
+  pp->attempted = 1;
+  /* close-on-exec, like every descriptor the library opens (kernels
+   * before 3.14 refuse the flag: then without it, closed at once below) */
+  fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0 && errno == EINVAL) {
+    fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+    if (fd >= 0) (void)fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+  }
+  if (fd < 0) {
+    pp->err = errno;
+    return;
+  }
+  map = mmap(NULL, page > 0 ? (size_t)page : 4096u, PROT_READ, MAP_SHARED, (int)fd, 0);
+  if (map == MAP_FAILED) {
+    pp->err = errno;
+    close((int)fd);
+    return;
+  }
+  for (tries = 0; tries < 1000; tries++) {
+    const volatile struct perf_event_mmap_page *p =
+        (const volatile struct perf_event_mmap_page *)map;
+    uint32_t seq = p->lock, seq2;
+    uint64_t caps;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    pp->version = p->version;
+    caps = p->capabilities;
+    pp->time_mult = p->time_mult;
+    pp->time_shift = p->time_shift;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    seq2 = p->lock;
+    if (seq == seq2 && !(seq & 1u)) {
+      /* capability bits: 2 cap_user_rdpmc, 3 cap_user_time, 4 cap_user_time_zero */
+      pp->cap_user_time = (int)((caps >> 3) & 1u);
+      pp->cap_user_time_zero = (int)((caps >> 4) & 1u);
+      pp->ok = 1;
+      break;
+    }
+  }
+  munmap(map, page > 0 ? (size_t)page : 4096u);
+  close((int)fd);
+}
+#endif
+
+void tkc_native_perf_page(tickclock_perf_page *pp) {
+#if defined(TKC_HAVE_PERF)
+  tkc_read_perf_page(pp);
+#else
+  (void)pp;
+#endif
+}
+
+#if defined(__linux__) && defined(TKC_X86)
+/* The page found by the first call that proved it readable; 0: none yet.
+ * Once the kernel has mapped it for a process it maps it again on every
+ * later fault (the paravirtual clock, once used, stays usable by the
+ * vDSO), so a page read once can be read again from a signal handler. */
+static TKC_SHARED uintptr_t tkc_g_pv_addr[3] = {0, 0, 0};
+
+/* The start of the mapping named name ("[vvar_vclock]", "[vvar]") in
+ * /proc/self/maps, read with open/read/close (no stdio: this runs under
+ * the library's lock); 0 if there is none, UINTPTR_MAX if the file could
+ * not be read. */
+static uintptr_t tkc_maps_find(const char *name) {
+  char chunk[512], line[256];
+  size_t ll = 0, k = strlen(name);
+  int fd, skip = 0;
+  ssize_t got, i;
+  do {
+    fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return UINTPTR_MAX;
+  for (;;) {
+    do {
+      got = read(fd, chunk, sizeof chunk);
+    } while (got < 0 && errno == EINTR);
+    if (got <= 0) break;
+    for (i = 0; i < got; i++) {
+      char c = chunk[i];
+      if (c != '\n') {
+        if (ll + 1 < sizeof line)
+          line[ll++] = c;
+        else
+          skip = 1; /* a path longer than the buffer: not ours */
+        continue;
+      }
+      line[ll] = '\0';
+      if (!skip && ll >= k && strcmp(line + ll - k, name) == 0) {
+        close(fd);
+        return (uintptr_t)strtoull(line, NULL, 16);
+      }
+      ll = 0;
+      skip = 0;
+    }
+  }
+  close(fd);
+  return 0;
+}
+
+/* Is [addr, addr + n) readable? The kernel copies it into a pipe, and a
+ * page that is not mapped makes the write fail with EFAULT instead of
+ * raising SIGBUS. Both ends are closed before returning. -1: no pipe. */
+static int tkc_readable(uintptr_t addr, size_t n) {
+  int p[2];
+  ssize_t w;
+#if defined(SYS_pipe2)
+  if (syscall(SYS_pipe2, p, O_CLOEXEC) != 0) return -1;
+#else
+  if (pipe(p) != 0) return -1;
+#endif
+  do {
+    w = write(p[1], (const void *)addr, n);
+  } while (w < 0 && errno == EINTR);
+  close(p[0]);
+  close(p[1]);
+  return w == (ssize_t)n;
+}
+
+/* One consistent read of a page at addr: the version (Hyper-V: sequence)
+ * is even and the same before and after the fields. 0 if the host kept
+ * writing it. */
+int tkc_pv_read_at(uintptr_t addr, int kind, tickclock_pvclock_page *pv) {
+  int tries;
+  for (tries = 0; tries < 1000; tries++) {
+    const volatile unsigned char *b = (const volatile unsigned char *)addr;
+    if (kind == TKC_PV_KVM) {
+      uint32_t v1 = *(const volatile uint32_t *)b, v2;
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      pv->tsc_timestamp = *(const volatile uint64_t *)(b + 8);
+      pv->system_time = *(const volatile uint64_t *)(b + 16);
+      pv->mul = *(const volatile uint32_t *)(b + 24);
+      pv->shift = *(const volatile int8_t *)(b + 28);
+      pv->flags = *(const volatile uint8_t *)(b + 29);
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      v2 = *(const volatile uint32_t *)b;
+      pv->version = v1;
+      if (v1 == v2 && !(v1 & 1u)) return 1;
+    } else {
+      uint32_t s1 = *(const volatile uint32_t *)b, s2;
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      pv->scale = *(const volatile uint64_t *)(b + 8);
+      pv->offset = *(const volatile int64_t *)(b + 16);
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      s2 = *(const volatile uint32_t *)b;
+      pv->sequence = s1;
+      if (s1 == s2) return 1;
+    }
+  }
+  return 0;
+}
+#endif
+
+/* Kernels from 6.13 map the paravirtual pages as "[vvar_vclock]" (page
+ * 0: pvclock, page 1: Hyper-V); before, they were pages 1 and 2 of
+ * "[vvar]". */
+void tkc_native_pvclock(int kind, tickclock_pvclock_page *pv) {
+#if defined(__linux__) && defined(TKC_X86)
+  uintptr_t a;
+  int r;
+  memset(pv, 0, sizeof *pv);
+  if (kind != TKC_PV_KVM && kind != TKC_PV_HYPERV) return;
+  /* found before: read it, nothing else (the checks may run in a signal
+   * handler) */
+  a = TKC_LOAD_ACQUIRE(&tkc_g_pv_addr[kind]);
+  if (a == 0) {
+    long pg = sysconf(_SC_PAGESIZE);
+    uintptr_t page = pg > 0 ? (uintptr_t)pg : 4096u;
+    uintptr_t v = tkc_maps_find("[vvar_vclock]");
+    if (v != 0 && v != UINTPTR_MAX) {
+      a = v + (kind == TKC_PV_KVM ? 0 : page);
+    } else {
+      uintptr_t o = tkc_maps_find("[vvar]");
+      if (o == UINTPTR_MAX || v == UINTPTR_MAX) {
+        pv->absent = TKC_PV_ABSENT_NO_MAPS;
+        return;
+      }
+      if (o == 0) {
+        pv->absent = TKC_PV_ABSENT_NO_MAPPING;
+        return;
+      }
+      a = o + (kind == TKC_PV_KVM ? page : 2 * page);
+    }
+    r = tkc_readable(a, 64);
+    if (r != 1) {
+      pv->absent = r < 0 ? TKC_PV_ABSENT_NO_MAPS : TKC_PV_ABSENT_UNMAPPED;
+      return;
+    }
+    TKC_STORE_RELEASE(&tkc_g_pv_addr[kind], a);
+  }
+  if (!tkc_pv_read_at(a, kind, pv)) {
+    pv->absent = TKC_PV_ABSENT_TORN;
+    return;
+  }
+  pv->kind = kind;
+#else
+  (void)kind;
+  memset(pv, 0, sizeof *pv);
+  pv->absent = TKC_PV_ABSENT_NO_MAPPING;
+#endif
+}
+
+#endif /* !_WIN32 */
