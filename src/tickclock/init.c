@@ -62,9 +62,11 @@ static int tkc_build_and_publish(const tickclock_config *cfg) {
     tkc_list_claims(ev);
     tkc_decide_resume(ev, fresh, &tkc_choice_now);
   }
+  /* once, and never into what may be the program's own data (a regular
+   * file on fd 2 not opened for appending: platform.h) */
   if (fresh->env_error[0] && !tkc_env_reported) {
     tkc_env_reported = 1;
-    fprintf(stderr, "tickclock: %s\n", fresh->env_error);
+    if (tkc_p_stderr_writable()) fprintf(stderr, "tickclock: %s\n", fresh->env_error);
   }
   fresh->baseline_ns = ev->cal.ok ? ev->cal.ns : 0;
   /* a long history: a decision that changes nothing keeps the state (and

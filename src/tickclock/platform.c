@@ -139,6 +139,8 @@ void tkc_p_sleep_ns(uint64_t ns) {
   tkc_sleep_ns(ns);
 }
 
+int tkc_p_stderr_writable(void) { return tkc_native_stderr_writable(); }
+
 const char *tkc_p_getenv(const char *name) {
   if (TKC_P(getenv)) return tkc_plat->getenv(tkc_plat->ctx, name);
   return tkc_secure_getenv(name);

@@ -155,6 +155,13 @@ TKC_INTERNAL int tkc_native_read_line(const char *path, char *buf, size_t n);
 TKC_INTERNAL int tkc_native_find_line(const char *path, const char *prefix, char *buf, size_t n);
 TKC_INTERNAL size_t tkc_native_read_bytes(const char *path, void *buf, size_t n);
 TKC_INTERNAL int tkc_native_prctl_get_tsc(void);
+/* fd 2 is a terminal, a pipe, a socket or a character device, or a file
+ * opened for appending (2>>): a one-line complaint may go there. A regular
+ * file open for plain writing is not written: after close(2) the program
+ * may have reused the descriptor for its own data (2> redirects are such
+ * files too, and lose the line: tickclock_info.env_error keeps it). */
+TKC_INTERNAL int tkc_native_stderr_writable(void);
+TKC_INTERNAL int tkc_p_stderr_writable(void);
 TKC_INTERNAL void tkc_native_perf_page(tickclock_perf_page *pp);
 /* The paravirtual clock page (see tickclock_platform.pvclock): the first
  * call finds it in /proc/self/maps and proves it readable by writing it

@@ -17,6 +17,9 @@
 
 #include "platform_os.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 /* Set once RDTSC is known disabled: the OS clock is then read through the
  * system call (its vDSO may execute RDTSC too; read on the OS clock's read
  * path, so a variable here, not a call). */
@@ -192,6 +195,14 @@ int tkc_native_read_line(const char *path, char *buf, size_t n) {
 
 /* prctl(PR_GET_TSC) (native platform): TICKCLOCK_PRCTL_*. The setting is
  * per thread (inherited by threads created later). */
+int tkc_native_stderr_writable(void) {
+  struct stat st;
+  int fl = fcntl(2, F_GETFL);
+  if (fl < 0 || fstat(2, &st) != 0 || (fl & O_ACCMODE) == O_RDONLY) return 0;
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) return 1;
+  return S_ISREG(st.st_mode) && (fl & O_APPEND) != 0;
+}
+
 int tkc_native_prctl_get_tsc(void) {
 #if defined(__linux__) && defined(PR_GET_TSC)
   int mode = 0;

@@ -7,31 +7,65 @@
 #include <string>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include "doctest/doctest.h"
 #include "internal.h"
 #include "tickclock.h"
 
 namespace {
 
-// Runs fn with fd 2 redirected to a temporary file; returns what it wrote.
+// Runs fn with fd 2 redirected to a pipe (the library writes its one line
+// only where stderr is a terminal, a pipe, a socket, a character device or
+// a file opened for appending); returns what it wrote.
 template <typename Fn>
 std::string capture_stderr(Fn fn) {
   std::fflush(stderr);
-  FILE *tmp = std::tmpfile();
-  REQUIRE(tmp != NULL);
+  int p[2];
+  REQUIRE(pipe(p) == 0);
   int saved = dup(2);
-  dup2(fileno(tmp), 2);
+  dup2(p[1], 2);
+  close(p[1]);
   fn();
   std::fflush(stderr);
-  dup2(saved, 2);
+  dup2(saved, 2);  // the pipe's last writer closes
   close(saved);
   std::string out;
-  std::rewind(tmp);
   char buf[512];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, tmp)) > 0) out.append(buf, n);
-  std::fclose(tmp);
+  ssize_t n;
+  while ((n = read(p[0], buf, sizeof buf)) > 0) out.append(buf, (size_t)n);
+  close(p[0]);
   return out;
+}
+
+// In a child: fd 2 is a file the program opened itself (flags), holding
+// 4 bytes of its data; a bad TICKCLOCK_SOURCE is met. Returns the file's
+// size and fd 2's offset afterwards as size * 10000 + offset, -1 on error.
+long child_with_fd2_file(int flags) {
+  char path[] = "/tmp/tickclock-env-fd2-XXXXXX";
+  int made = mkstemp(path);
+  if (made < 0) return -1;
+  close(made);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(path, flags);
+    if (fd < 0 || dup2(fd, 2) != 2) _exit(3);
+    if (fd != 2) close(fd);
+    if (write(2, "data", 4) != 4) _exit(4);
+    setenv("TICKCLOCK_SOURCE", "bogus", 1);
+    (void)tickclock_init(NULL);
+    if (tickclock_info_get()->env_error[0] == '\0') _exit(5);  // it is still said here
+    std::fflush(stderr);
+    _exit(0);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  struct stat sb;
+  long size = stat(path, &sb) == 0 ? (long)sb.st_size : -1;
+  unlink(path);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) return -1;
+  return size;
 }
 
 int auto_choice() {
@@ -48,6 +82,17 @@ bool counter_executable() {
 }
 
 }  // namespace
+
+// First in this file: the line is said once per process, and the children
+// below must come from a process that has not said it yet.
+TEST_CASE("the complaint never goes into a file the program reused fd 2 for") {
+  // a data file opened for plain writing: left as the program wrote it
+  CHECK(child_with_fd2_file(O_WRONLY) == 4);
+  CHECK(child_with_fd2_file(O_RDWR) == 4);
+  // opened for appending (2>>, a log): the line goes there
+  long appended = child_with_fd2_file(O_WRONLY | O_APPEND);
+  CHECK(appended > 4 + 20);
+}
 
 TEST_CASE("TICKCLOCK_SOURCE=system forces the OS clock") {
   setenv("TICKCLOCK_SOURCE", "system", 1);
