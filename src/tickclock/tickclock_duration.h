@@ -57,9 +57,9 @@
  * it did not count is not counted by CLOCK_MONOTONIC_RAW either. Measured
  * (tests/bench: BM_interval/duration_get*, medians; Intel family 6 model
  * 0xA7 under Firecracker/KVM, TSC, 2 vCPUs shared): two tickclock_now()
- * and the duration of a short interval 35 ns (two reads and delta_ns:
+ * and the duration of a short interval 34-38 ns (two reads and delta_ns:
  * 19 ns), the same with a second thread doing it at once 34 ns each; one
- * read and the duration of an interval over 0.5 ms 88-93 ns (before: every
+ * read and the duration of an interval over 0.5 ms 88-97 ns (before: every
  * interval, 97-99 ns). Returns TICKCLOCK_OK, or TICKCLOCK_EINVAL when out
  * is NULL. */
 /* refinement, re-calibration, re-initialisation, switch: */
