@@ -112,6 +112,15 @@ static void tkc_step_choose(const tickclock_evidence *ev, tickclock_info *out, t
   if (!d->forced) d->use_counter = d->cnt && d->executable && d->trusted != TKC_TRUST_NO;
 }
 
+/* A usable frequency of that method is among the claims (it agreed with
+ * calibration). */
+static int tkc_method_agrees(const tickclock_info *out, int method) {
+  unsigned i;
+  for (i = 0; i < out->n_freqs; i++)
+    if (out->freqs[i].method == method && out->freqs[i].usable) return 1;
+  return 0;
+}
+
 /* frequency, its failures (policy step 5): why the chosen counter cannot
  * be used after all, or NULL. */
 static const char *tkc_frequency_failure(const tickclock_evidence *ev, tickclock_info *out,
@@ -129,33 +138,20 @@ static const char *tkc_frequency_failure(const tickclock_evidence *ev, tickclock
             ev->cal.uncertainty_ppm, TICKCLOCK_CAL_MAX_UNCERTAINTY_PPM);
     return buf;
   }
-  if (d->trusted == TKC_TRUST_IF_HV_AGREES) {
-    unsigned i;
-    int agreed = 0;
-    for (i = 0; i < out->n_freqs; i++)
-      if (out->freqs[i].method == TICKCLOCK_FREQ_HYPERVISOR && out->freqs[i].usable) agreed = 1;
-    if (!agreed) {
-      tkc_fmt(d->trust_why, sizeof d->trust_why,
-              "the kernel prefers the paravirtual clock '%s' and the hypervisor's TSC "
-              "frequency disagrees with calibration",
-              ev->clocksource);
-      d->trusted = TKC_TRUST_NO;
-      if (!d->forced) return d->trust_why; /* a forced TSC stays, with this as its caveat */
-    }
-  }
-  if (d->trusted == TKC_TRUST_IF_PV_AGREES) {
-    unsigned i;
-    int agreed = 0;
-    for (i = 0; i < out->n_freqs; i++)
-      if (out->freqs[i].method == TICKCLOCK_FREQ_PVCLOCK && out->freqs[i].usable) agreed = 1;
-    if (!agreed) {
-      tkc_fmt(d->trust_why, sizeof d->trust_why,
-              "the kernel's clock is the paravirtual '%s' and its clock page's TSC rate "
-              "disagrees with calibration",
-              ev->clocksource);
-      d->trusted = TKC_TRUST_NO;
-      if (!d->forced) return d->trust_why;
-    }
+  /* a trust rule that rests on a published rate (the hypervisor's leaf,
+   * the paravirtual clock page): that rate must agree with calibration */
+  if ((d->trusted == TKC_TRUST_IF_HV_AGREES &&
+       !tkc_method_agrees(out, TICKCLOCK_FREQ_HYPERVISOR)) ||
+      (d->trusted == TKC_TRUST_IF_PV_AGREES && !tkc_method_agrees(out, TICKCLOCK_FREQ_PVCLOCK))) {
+    tkc_fmt(d->trust_why, sizeof d->trust_why,
+            d->trusted == TKC_TRUST_IF_HV_AGREES
+                ? "the kernel prefers the paravirtual clock '%s' and the hypervisor's TSC "
+                  "frequency disagrees with calibration"
+                : "the kernel's clock is the paravirtual '%s' and its clock page's TSC rate "
+                  "disagrees with calibration",
+            ev->clocksource);
+    d->trusted = TKC_TRUST_NO;
+    if (!d->forced) return d->trust_why; /* a forced TSC stays, with this as its caveat */
   }
   d->fc = tkc_pick_freq(ev, out, d->freq_src);
   if (d->fc == NULL) return "no frequency source agrees with calibration";
