@@ -30,5 +30,11 @@
 #endif
 #endif
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#if !defined(S_ISSOCK) /* hidden in strict ISO C modes; POSIX's file type bits */
+#define S_ISSOCK(m) (((m) & 0170000) == 0140000)
+#endif
+
 #endif /* !_WIN32 */
 #endif /* TICKCLOCK_PLATFORM_OS_H */

@@ -17,9 +17,6 @@
 
 #include "platform_os.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-
 /* Set once RDTSC is known disabled: the OS clock is then read through the
  * system call (its vDSO may execute RDTSC too; read on the OS clock's read
  * path, so a variable here, not a call). */
