@@ -217,16 +217,18 @@ int tkc_pv_check_locked(const tickclock_info *s) {
 /* The stated rate held to the samples (the loose checks passed): counter
  * time against CLOCK_MONOTONIC_RAW from ref to b within the stated
  * uncertainty of the raw time plus the brackets' half-widths (w: b's width
- * in ns) and 2 ns of rounding. 0 when they agree or the pair is too wide
- * to tell (RESOLUTION_NS) or a suspend lies between; else the discrepancy
- * in *excess (ns, with the half-widths) and *ppm (of the raw time). */
+ * in ns) and 2 ns of rounding. A wide pair (a clock read that costs more
+ * than RESOLUTION_NS, a preempted bracket) is still compared: its
+ * half-widths are in the tolerance, so it only sees less, and a host
+ * whose every bracket is wide would otherwise never be held to its rate.
+ * 0 when they agree or a suspend lies between; else the discrepancy in
+ * *excess (ns, with the half-widths) and *ppm (of the raw time). */
 static int tkc_off_rate(const tickclock_info *s, tkc_bracket b, double w, tkc_bracket ref,
                         double *excess, double *ppm) {
   double wr, half, dc, dr, d;
   if (ref.width == UINT64_MAX || tkc_suspend_between(ref.susp, b.susp) || b.ns <= ref.ns) return 0;
   wr = (double)tickclock_conv_ticks_to_ns(&s->src_conv, ref.width);
   half = (w + wr) / 2;
-  if (half > TICKCLOCK_REVALIDATE_RESOLUTION_NS) return 0;
   dc = (double)tickclock_conv_delta_to_ns(&s->src_conv, (int64_t)(b.mid - ref.mid));
   dr = (double)(b.ns - ref.ns);
   d = dc - dr < 0 ? dr - dc : dc - dr;
