@@ -47,10 +47,10 @@ void *signaler(void *arg) {
   pthread_t target = *static_cast<pthread_t *>(arg);
   long sent = 0;
   while (!g_stop.load() && sent < 2000000) {
+    long h = g_handled.load();
     if (pthread_kill(target, SIGUSR1) != 0) break;
     sent++;
     // wait for the handler before the next one (a pending signal merges)
-    long h = g_handled.load();
     while (!g_stop.load() && g_handled.load() == h) sched_yield();
   }
   g_stop.store(true);
