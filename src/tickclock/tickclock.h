@@ -117,7 +117,9 @@
  *    two calls with the same ticks agree unless a state was published
  *    between them, and then differ by at most the stated uncertainties of
  *    the states current at either call and in between, summed, over the
- *    interval (plus 1 ns); delta_ns(a, b) ==
+ *    interval (plus 1 ns), except across the replacement of a published
+ *    rate its cross-check refused (it was further off than it stated:
+ *    delta_ns then moves by that discrepancy too); delta_ns(a, b) ==
  *    -delta_ns(b, a) under one state. tickclock_duration_get gives an
  *    interval with an error bound: see "Durations with a bound" below.
  *  - The rate check (on by default, every TICKCLOCK_CHECK_DEFAULT_MS): on
