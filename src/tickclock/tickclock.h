@@ -235,7 +235,8 @@ typedef enum tickclock_freq_method {
 #define TICKCLOCK_REVALIDATE_MAX_BRACKET_NS 20000.0
 /* Below that threshold, the same samples hold the counter to its stated
  * rate: over the step since the last sample whose bracket was tight
- * enough, and over the total since publication, counter time and
+ * enough, since the previous sample, and over the total since
+ * publication, counter time and
  * CLOCK_MONOTONIC_RAW must agree within the stated uncertainty of the
  * elapsed time plus the two brackets' half-widths (and 2 ns of rounding).
  * A pair of samples whose half-widths add up to more than RESOLUTION_NS

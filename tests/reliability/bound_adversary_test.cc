@@ -493,3 +493,25 @@ TEST_CASE("a published rate the cross-check refuses: what it converted carries t
     if (variant != 2) CHECK(v.repeat_moved == 0);
   }
 }
+
+// A step where every bracket is wide: the tight reference stays at
+// publication, so a step hid in the stated rate's share of all the time
+// since (1.5 us clock reads, +-5 us at 5 s: 422 of 18 272 outside, by
+// 4968 ns, no flag); the previous sample is compared too.
+TEST_CASE("a step where every bracket is wide is found against the previous sample") {
+  if (fake::no_counter("the adversarial bound suite")) return;
+  for (int64_t st : {5000, 50000, -5000})
+    for (uint64_t cost : {500, 1500}) {
+      Line l;
+      l.w.os_cost_ns = cost;
+      l.start();
+      l.run(UINT64_C(5000000000));
+      l.w.offset += l.w.ticks(st);
+      l.run(UINT64_C(8000000000));
+      Verdict v = judge(l);
+      report(("clock read " + std::to_string(cost) + " ns, step " + std::to_string(st)).c_str(), l,
+             v);
+      CHECK(v.violations == 0);
+      CHECK(tickclock_info_get()->source != TICKCLOCK_SOURCE_SYSTEM);
+    }
+}
