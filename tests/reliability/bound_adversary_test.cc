@@ -515,3 +515,43 @@ TEST_CASE("a step where every bracket is wide is found against the previous samp
       CHECK(tickclock_info_get()->source != TICKCLOCK_SOURCE_SYSTEM);
     }
 }
+
+// Suspends of 3 to 18 ms after a +15 ppm change, a 7 us step among them,
+// the counter counting them or not, narrow and wide brackets; and a
+// suspend inside the cross-check of a leaf 0x15 30 ppm off.
+TEST_CASE("suspends across a rate change and a step, and inside a refused cross-check") {
+  if (fake::no_counter("the adversarial bound suite")) return;
+  for (int counts = 0; counts <= 1; counts++)
+    for (uint64_t cost : {25, 500}) {
+      Line l;
+      l.w.counts_in_suspend = counts;
+      l.w.os_cost_ns = cost;
+      l.start();
+      l.run(UINT64_C(2000000000));
+      l.rate_change(15);
+      for (int k = 0; k < 6; k++) {
+        l.run(UINT64_C(700000000));
+        l.w.suspend(UINT64_C(3000000) * (k + 1));
+        if (k == 3) l.w.offset += l.w.ticks(7000);
+      }
+      l.run(UINT64_C(2000000000));
+      Verdict v = judge(l);
+      report(("suspend counts " + std::to_string(counts) + " cost " + std::to_string(cost)).c_str(),
+             l, v);
+      CHECK(v.violations == 0);
+    }
+  if (fake::x86_only("leaf 0x15")) return;
+  {
+    Line l;
+    l.w.crystal_hz = 25000000;
+    l.w.l15_num = (uint32_t)std::lround(100 * (1 + 30 * 1e-6) * 10000);
+    l.w.l15_den = 10000;
+    l.w.suspend_at_call = 6;
+    l.w.suspend_for_ns = 5000000;
+    l.start();
+    l.run(UINT64_C(3000000000));
+    Verdict v = judge(l);
+    report("leaf 30 ppm off, suspend in the cross-check", l, v);
+    CHECK(v.violations == 0);
+  }
+}
