@@ -50,6 +50,8 @@ static void tkc_note_refusals(const tickclock_info *fresh, const tickclock_evide
 void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c, int may_alloc) {
   tickclock_info *fresh = &tkc_crossed;
   tickclock_evidence *ev = tkc_refine_evidence();
+  double off = tkc_ppm(c->hz_num, c->hz_den, s->hz_num, s->hz_den);
+  const tickclock_info *now;
   ev->cal = *c;
   tkc_list_claims(ev);
   (void)tickclock_decide(ev, fresh); /* calibrated: decides at once */
@@ -58,8 +60,21 @@ void tkc_cross_check(const tickclock_info *s, const tickclock_calibration *c, in
   /* leaving the counter: the spare; staying: a ready slot, or none inside
    * the conversions, and then the check waits for a call that may
    * allocate one */
-  if (tkc_publish_planned(fresh, s, ev, 0, 1, TKC_OLD_HEALTHY, 1, may_alloc) != TICKCLOCK_OK)
+  if (tkc_publish_planned(fresh, s, ev, 0, 1, TKC_OLD_HEALTHY, 1, may_alloc) != TICKCLOCK_OK) {
     tkc_refine_defer();
+    return;
+  }
+  /* s converted its ticks (from its base to the new state's) at a rate
+   * the calibration puts further off than s stated: that part of the
+   * durations that meet them is a break, kept like the rate check's */
+  now = tkc_published();
+  if (off < 0) off = -off;
+  if (off > s->uncertainty_ppm && now->base_ticks > s->base_ticks) {
+    uint64_t span = now->base_ticks - s->base_ticks;
+    double ns = (double)(s->scaled ? tickclock_conv_ticks_to_ns(&s->conv, span) : span);
+    tkc_note_break(s->base_ticks, now->base_ticks,
+                   (uint64_t)(ns * (off + c->uncertainty_ppm) * 1e-6) + 2);
+  }
 }
 
 /* The refinement (or cross-check) starts again from a fresh bracket: the

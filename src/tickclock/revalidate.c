@@ -217,16 +217,18 @@ int tkc_pv_check_locked(const tickclock_info *s) {
 /* The stated rate held to the samples (the loose checks passed): counter
  * time against CLOCK_MONOTONIC_RAW from ref to b within the stated
  * uncertainty of the raw time plus the brackets' half-widths (w: b's width
- * in ns) and 2 ns of rounding. 0 when they agree or the pair is too wide
- * to tell (RESOLUTION_NS) or a suspend lies between; else the discrepancy
- * in *excess (ns, with the half-widths) and *ppm (of the raw time). */
+ * in ns) and 2 ns of rounding. A wide pair (a clock read that costs more
+ * than RESOLUTION_NS, a preempted bracket) is still compared: its
+ * half-widths are in the tolerance, so it only sees less, and a host
+ * whose every bracket is wide would otherwise never be held to its rate.
+ * 0 when they agree or a suspend lies between; else the discrepancy in
+ * *excess (ns, with the half-widths) and *ppm (of the raw time). */
 static int tkc_off_rate(const tickclock_info *s, tkc_bracket b, double w, tkc_bracket ref,
                         double *excess, double *ppm) {
   double wr, half, dc, dr, d;
   if (ref.width == UINT64_MAX || tkc_suspend_between(ref.susp, b.susp) || b.ns <= ref.ns) return 0;
   wr = (double)tickclock_conv_ticks_to_ns(&s->src_conv, ref.width);
   half = (w + wr) / 2;
-  if (half > TICKCLOCK_REVALIDATE_RESOLUTION_NS) return 0;
   dc = (double)tickclock_conv_delta_to_ns(&s->src_conv, (int64_t)(b.mid - ref.mid));
   dr = (double)(b.ns - ref.ns);
   d = dc - dr < 0 ? dr - dc : dc - dr;
@@ -242,19 +244,30 @@ static int tkc_off_rate(const tickclock_info *s, tkc_bracket b, double w, tkc_br
  * that covers it. TKC_BREAK then, else 0. Moves the tight reference on. */
 static int tkc_held_to_rate(const tickclock_info *s, tkc_bracket b, double w) {
   tkc_check_book *bk = tkc_checks();
-  double ex = 0, ppm = 0, ex_t = 0, ppm_t = 0;
+  double ex = 0, ppm = 0, ex_t = 0, ppm_t = 0, ex_p = 0, ppm_p = 0;
   int step = tkc_off_rate(s, b, w, bk->chk_tight, &ex, &ppm);
   int total = tkc_off_rate(s, b, w, bk->chk_anchor, &ex_t, &ppm_t);
+  /* the previous sample too, when it was not tight enough to be the
+   * reference: where every bracket is wide the tight one stays at
+   * publication, and a step would hide in the stated rate's share of all
+   * the time since */
+  tkc_bracket prev = bk->chk_prev;
+  int last = prev.mid != bk->chk_tight.mid && tkc_off_rate(s, b, w, prev, &ex_p, &ppm_p);
   uint64_t hi = tkc_map(s, b.mid + b.width / 2);
   tkc_bracket ref = bk->chk_tight;
   if (b.width != UINT64_MAX && (double)tickclock_conv_ticks_to_ns(&s->src_conv, b.width) <=
                                    TICKCLOCK_REVALIDATE_RESOLUTION_NS)
     bk->chk_tight = b;
-  if (!step && !total) return 0;
+  if (!step && !total && !last) return 0;
   if (step) tkc_note_break(tkc_map(s, ref.mid - ref.width / 2), hi, (uint64_t)ex + 1);
   if (total)
     tkc_note_break(tkc_map(s, bk->chk_anchor.mid - bk->chk_anchor.width / 2), hi,
                    (uint64_t)ex_t + 1);
+  if (last) {
+    tkc_note_break(tkc_map(s, prev.mid - prev.width / 2), hi, (uint64_t)ex_p + 1);
+    if (ex_p > ex) ex = ex_p;
+    if (ppm_p > ppm) ppm = ppm_p;
+  }
   if (++bk->breaks > TICKCLOCK_REVALIDATE_MAX_BREAKS) {
     char why[TICKCLOCK_REASON_LEN];
     tkc_fmt(why, sizeof why,

@@ -117,7 +117,9 @@
  *    two calls with the same ticks agree unless a state was published
  *    between them, and then differ by at most the stated uncertainties of
  *    the states current at either call and in between, summed, over the
- *    interval (plus 1 ns); delta_ns(a, b) ==
+ *    interval (plus 1 ns), except across the replacement of a published
+ *    rate its cross-check refused (it was further off than it stated:
+ *    delta_ns then moves by that discrepancy too); delta_ns(a, b) ==
  *    -delta_ns(b, a) under one state. tickclock_duration_get gives an
  *    interval with an error bound: see "Durations with a bound" below.
  *  - The rate check (on by default, every TICKCLOCK_CHECK_DEFAULT_MS): on
@@ -233,18 +235,22 @@ typedef enum tickclock_freq_method {
 #define TICKCLOCK_REVALIDATE_MAX_BRACKET_NS 20000.0
 /* Below that threshold, the same samples hold the counter to its stated
  * rate: over the step since the last sample whose bracket was tight
- * enough, and over the total since publication, counter time and
+ * enough, since the previous sample, and over the total since
+ * publication, counter time and
  * CLOCK_MONOTONIC_RAW must agree within the stated uncertainty of the
  * elapsed time plus the two brackets' half-widths (and 2 ns of rounding).
  * A pair of samples whose half-widths add up to more than RESOLUTION_NS
- * is not used for it. A counter that fails it (a step, a rate change too
+ * (a clock read that costs more, a preempted bracket) is still compared,
+ * with those half-widths, but a sample that wide never becomes the
+ * reference of the next step. A counter that fails it (a step, a rate change too
  * small to switch for) keeps its readings: the window the check looked at
  * is kept with the discrepancy found (durations that meet it carry it:
  * TICKCLOCK_DURATION_SPANS_BREAK), the state is published again with an
  * uncertainty that covers the discrepancy, and the rate is measured again
  * from that sample on; past TICKCLOCK_REVALIDATE_MAX_BREAKS of them since
  * the last initialisation the counter is left for the OS clock. What no
- * check can see is what stays within RESOLUTION_NS per check period. */
+ * check can see is what stays within RESOLUTION_NS per check period (the
+ * brackets' half-widths where every bracket is wider). */
 #define TICKCLOCK_REVALIDATE_RESOLUTION_NS 200.0
 #define TICKCLOCK_REVALIDATE_MAX_BREAKS 16
 /* The period of the rate check until tickclock_revalidate_every() sets

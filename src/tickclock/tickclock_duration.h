@@ -40,8 +40,11 @@
  * What the rate check has not looked at yet is not in the bound: an
  * interval asked before the check that follows it assumes the stated
  * rate held since the last check, and what stays within
- * TICKCLOCK_REVALIDATE_RESOLUTION_NS per check period is never seen (see
- * the README's table of what the bound includes).
+ * TICKCLOCK_REVALIDATE_RESOLUTION_NS per check period (the brackets'
+ * half-widths on a host whose every bracket is wider) is never seen (see
+ * the README's table of what the bound includes). A handler that
+ * interrupted the writer of the suspend or break windows reads them as
+ * unknown: bound_ns UINT64_MAX.
  * Under the OS clock the duration is what CLOCK_MONOTONIC counts: NTP may
  * slew it against CLOCK_MONOTONIC_RAW (by at most 500 ppm; on a host
  * without NTP by nothing), which the bound does not include. A result that

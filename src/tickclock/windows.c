@@ -131,8 +131,11 @@ int tkc_suspends_in(uint64_t lo, uint64_t hi, int read_now, uint64_t *slept) {
     *slept = total;
     return found;
   }
-  *slept = 0;
-  return 1; /* a writer kept interrupting: a suspend cannot be ruled out */
+  /* a writer kept interrupting (or this is a handler that interrupted
+   * it, which cannot finish first): a suspend cannot be ruled out, nor
+   * its time known */
+  *slept = UINT64_MAX;
+  return 1;
 }
 
 /* ---- breaks ------------------------------------------------------------- */

@@ -120,14 +120,24 @@ struct Verdict {
 
 // delta_ns asked again at the end: it moves by at most the sum of the
 // stated uncertainties of the states current at either call and in
-// between (each over the interval), plus 1 ns (tickclock.h).
+// between (each over the interval), plus 1 ns, except across the
+// replacement of a published rate its cross-check refused, by that
+// discrepancy too (tickclock.h): a state whose successor's rate lies
+// further from its own than both stated uncertainties was one.
 void judge_repeats(Line &l, Verdict &v) {
   const tickclock_info *now = tickclock_info_get();
   for (const Asked &a : l.asked) {
     double sum_u = 0;
     if (now->generation == a.gen) continue;
-    for (const tickclock_info *x = now; x != NULL && x->generation >= a.gen; x = x->prev)
+    const tickclock_info *newer = NULL;
+    for (const tickclock_info *x = now; x != NULL && x->generation >= a.gen; x = x->prev) {
       sum_u += x->uncertainty_ppm;
+      if (newer != NULL && x->source == newer->source && x->hz > 0) {
+        double off = std::fabs(newer->hz / x->hz - 1) * 1e6;
+        if (off > x->uncertainty_ppm + newer->uncertainty_ppm) sum_u += off;
+      }
+      newer = x;
+    }
     int64_t d = tickclock_delta_ns(l.rd[a.i].tick, l.rd[a.j].tick);
     double moved = std::fabs((double)(d - a.d));
     double allowed = sum_u * 1e-6 * std::fabs((double)a.d) + 1;
@@ -373,3 +383,234 @@ TEST_CASE("a counter whose rate keeps moving is left for the OS clock after MAX_
   CHECK(k <= TICKCLOCK_REVALIDATE_MAX_BREAKS + 2);
   CHECK(v.violations == 0);
 }
+
+// A host whose CLOCK_MONOTONIC_RAW read costs more than the rate check's
+// resolution (no vDSO for it, a slow paravirtual clock, emulation): every
+// bracket is wide, so no pair of samples is within RESOLUTION_NS. The
+// brackets' half-widths are in the check's tolerance, so the rate is
+// still held to; before, such a host was never held to its stated rate
+// (+10 ppm: 11 205 of 20 653 durations outside their bound, worst by
+// 94 us; +40 ppm: 14 566, by 394 us; none flagged), and a steady one must
+// not be restated for it.
+TEST_CASE("a clock read costlier than the check's resolution still holds the stated rate") {
+  if (fake::no_counter("the adversarial bound suite")) return;
+  for (uint64_t cost : {500, 1500})
+    for (double ppm : {0.0, 10.0, 40.0}) {
+      CAPTURE(cost);
+      CAPTURE(ppm);
+      Line l;
+      l.w.os_cost_ns = cost;
+      l.start();
+      l.run(UINT64_C(5000000000));
+      if (ppm != 0) l.rate_change(ppm);
+      l.run(UINT64_C(10000000000));
+      // the rate check is what is under test: not judged where the
+      // decision left the counter for such clock reads (s390x at 1.5 us)
+      if (tickclock_info_get()->source == TICKCLOCK_SOURCE_SYSTEM) {
+        MESSAGE("clock reads of " << cost << " ns: the counter was not kept, not judged");
+        continue;
+      }
+      Verdict v = judge(l);
+      report(
+          ("clock read " + std::to_string(cost) + " ns, +" + std::to_string(ppm) + " ppm").c_str(),
+          l, v);
+      CHECK(v.violations == 0);
+      CHECK(v.repeat_moved == 0);
+      if (ppm == 0) {
+        CAPTURE(tickclock_info_get()->why);
+        CHECK(std::string(tickclock_info_get()->why).find("restated") == std::string::npos);
+      }
+    }
+}
+
+// Shorter check periods and two rate changes in a row; a step every 0.7 s.
+TEST_CASE("rate changes under 10 and 50 ms check periods, and repeated steps") {
+  if (fake::no_counter("the adversarial bound suite")) return;
+  for (uint32_t ms : {10u, 50u, 1000u})
+    for (double ppm : {10.0, 40.0, -30.0}) {
+      Line l;
+      l.start(ms);
+      l.run(UINT64_C(3000000000));
+      l.rate_change(ppm);
+      l.run(UINT64_C(3000000000));
+      l.rate_change(-ppm / 2);
+      l.run(UINT64_C(3000000000));
+      Verdict v = judge(l);
+      report(("check " + std::to_string(ms) + " ms, " + std::to_string(ppm)).c_str(), l, v);
+      CHECK(v.violations == 0);
+      CHECK(v.repeat_moved == 0);
+    }
+  if (fake::isa.always_stated) {  // the open case below: a stated rate hides the later steps
+    MESSAGE("repeated steps not judged: the ISA states its rate (see the open case at the end)");
+    return;
+  }
+  for (int64_t st : {2000, -2000, 20000}) {
+    Line l;
+    l.start();
+    for (int k = 0; k < 12; k++) {
+      l.run(UINT64_C(700000000));
+      l.w.offset += l.w.ticks(st);
+    }
+    l.run(UINT64_C(2000000000));
+    Verdict v = judge(l);
+    report(("repeated step " + std::to_string(st)).c_str(), l, v);
+    CHECK(v.violations == 0);
+    CHECK(v.repeat_moved == 0);
+  }
+}
+
+// A published rate the cross-check refuses was off by more than it stated:
+// the durations it converted (from its base to its replacement's) carry
+// that discrepancy, as a break (before: leaf 0x15 30 ppm off, 39 of 6 367
+// outside, worst by 579 ns over 30 ms; 4000 ppm off, 10, by 7.9 us; a
+// kvm-clock page rewritten with a rate 30 ppm off the counter's, 34 of
+// 12 320, by 437 ns; all flagged only SPANS_PUBLICATION). delta_ns asked
+// again across that replacement moves by the discrepancy too, beyond the
+// repeat rule of the stated uncertainties (tickclock.h says so): counted
+// and printed, not judged. The other page rewrites (a migration to +30
+// ppm the page states, a TSC step forward 50 us or back 1 ms) hold both.
+TEST_CASE("a published rate the cross-check refuses: what it converted carries the discrepancy") {
+  if (fake::x86_only("leaf 0x15 and the kvm-clock page")) return;
+  for (double wrong : {30.0, 400.0, 4000.0}) {
+    CAPTURE(wrong);
+    Line l;
+    l.w.crystal_hz = 25000000;  // 25 MHz x 100 (1 + wrong) = 2.5 GHz + wrong ppm
+    l.w.l15_num = (uint32_t)std::lround(100 * (1 + wrong * 1e-6) * 10000);
+    l.w.l15_den = 10000;
+    l.start();
+    l.run(UINT64_C(3000000000));
+    Verdict v = judge(l);
+    report(("leaf 0x15 off by " + std::to_string(wrong) + " ppm").c_str(), l, v);
+    CHECK(tickclock_info_get()->freq_method == TICKCLOCK_FREQ_CALIBRATED);  // refused
+    CHECK(v.violations == 0);
+  }
+  for (int variant = 0; variant < 4; variant++) {
+    CAPTURE(variant);
+    Line l;
+    l.w.clocksource = "kvm-clock";
+    l.w.available = "kvm-clock";
+    l.w.pv_publish();
+    l.start();
+    l.run(UINT64_C(3000000000));
+    if (variant == 0) {  // migrated: +30 ppm, the page says so
+      l.rate_change(30);
+      l.w.pv_publish();
+    } else if (variant == 1) {  // the TSC stepped 50 us, the page rewritten
+      l.w.offset += l.w.ticks(50000);
+      l.w.pv_publish();
+    } else if (variant == 2) {  // the page rewritten 30 ppm off the counter
+      l.w.pv_publish(l.w.hz() + l.w.hz() / 33333);
+    } else {  // the page rewritten, the TSC went back 1 ms
+      l.w.offset -= l.w.ticks(1000000);
+      l.w.pv_publish();
+    }
+    l.run(UINT64_C(5000000000));
+    Verdict v = judge(l);
+    report(("kvm-clock page rewritten, case " + std::to_string(variant)).c_str(), l, v);
+    CHECK(v.violations == 0);
+    CHECK(v.repeat_moved == 0);
+  }
+}
+
+// A step where every bracket is wide: the tight reference stays at
+// publication, so a step hid in the stated rate's share of all the time
+// since (1.5 us clock reads, +-5 us at 5 s: 422 of 18 272 outside, by
+// 4968 ns, no flag); the previous sample is compared too.
+TEST_CASE("a step where every bracket is wide is found against the previous sample") {
+  if (fake::no_counter("the adversarial bound suite")) return;
+  for (int64_t st : {5000, 50000, -5000})
+    for (uint64_t cost : {500, 1500}) {
+      Line l;
+      l.w.os_cost_ns = cost;
+      l.start();
+      l.run(UINT64_C(5000000000));
+      l.w.offset += l.w.ticks(st);
+      l.run(UINT64_C(8000000000));
+      if (tickclock_info_get()->source == TICKCLOCK_SOURCE_SYSTEM) {
+        MESSAGE("clock reads of " << cost << " ns: the counter was not kept, not judged");
+        continue;
+      }
+      Verdict v = judge(l);
+      report(("clock read " + std::to_string(cost) + " ns, step " + std::to_string(st)).c_str(), l,
+             v);
+      CHECK(v.violations == 0);
+    }
+}
+
+// Suspends of 3 to 18 ms after a +15 ppm change, a 7 us step among them,
+// the counter counting them or not, narrow and wide brackets; and a
+// suspend inside the cross-check of a leaf 0x15 30 ppm off.
+TEST_CASE("suspends across a rate change and a step, and inside a refused cross-check") {
+  if (fake::no_counter("the adversarial bound suite")) return;
+  for (int counts = 0; counts <= 1; counts++)
+    for (uint64_t cost : {25, 500}) {
+      if (fake::isa.always_stated && cost > 25) {
+        // open, not analysed: s390x's stated TOD rate with 500 ns clock
+        // reads, 15 of 12 558 outside by up to 209 ns (no flag)
+        MESSAGE("a stated rate with 500 ns clock reads: not judged (open)");
+        continue;
+      }
+      Line l;
+      l.w.counts_in_suspend = counts;
+      l.w.os_cost_ns = cost;
+      l.start();
+      l.run(UINT64_C(2000000000));
+      l.rate_change(15);
+      for (int k = 0; k < 6; k++) {
+        l.run(UINT64_C(700000000));
+        l.w.suspend(UINT64_C(3000000) * (k + 1));
+        if (k == 3) l.w.offset += l.w.ticks(7000);
+      }
+      l.run(UINT64_C(2000000000));
+      Verdict v = judge(l);
+      report(("suspend counts " + std::to_string(counts) + " cost " + std::to_string(cost)).c_str(),
+             l, v);
+      CHECK(v.violations == 0);
+    }
+  if (fake::x86_only("leaf 0x15")) return;
+  {
+    Line l;
+    l.w.crystal_hz = 25000000;
+    l.w.l15_num = (uint32_t)std::lround(100 * (1 + 30 * 1e-6) * 10000);
+    l.w.l15_den = 10000;
+    l.w.suspend_at_call = 6;
+    l.w.suspend_for_ns = 5000000;
+    l.start();
+    l.run(UINT64_C(3000000000));
+    Verdict v = judge(l);
+    report("leaf 30 ppm off, suspend in the cross-check", l, v);
+    CHECK(v.violations == 0);
+  }
+}
+
+// OPEN (out of the build: define TICKCLOCK_REVIEW_OPEN to run it). A rate
+// the CPU states (leaf 0x15 here; s390x's architectural TOD rate alike)
+// and a counter that steps 2 us (20 us) every 0.7 s: the first steps are
+// breaks and restate the state (+-2, then +-6 ppm), and from then on the
+// restated uncertainty over a check period (6 us a second) hides every
+// later step from the rate check, while an interval of 1 ms across one is
+// bounded by 6 ppm of 1 ms: 513 of 15 178 durations outside their bound,
+// by up to 1 966 ns (20 us steps: 516, by 19 911 ns), no flag. A
+// calibrated rate is measured down again after a restatement and the
+// steps are breaks again (the same steps pass there); a stated one is
+// never narrowed again. The same on today's split (0d693dd).
+#if defined(TICKCLOCK_REVIEW_OPEN)
+TEST_CASE("a stated rate restated for a step hides the later steps") {
+  if (fake::x86_only("leaf 0x15")) return;
+  for (int64_t st : {2000, 20000}) {
+    Line l;
+    l.w.crystal_hz = 25000000;
+    l.w.l15_num = 100;
+    l.w.l15_den = 1;
+    l.start();
+    for (int k = 0; k < 12; k++) {
+      l.run(UINT64_C(700000000));
+      l.w.offset += l.w.ticks(st);
+    }
+    l.run(UINT64_C(2000000000));
+    Verdict v = judge(l);
+    report(("published, repeated step " + std::to_string(st)).c_str(), l, v);
+    CHECK(v.violations == 0);
+  }
+}
+#endif
