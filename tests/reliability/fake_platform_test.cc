@@ -454,20 +454,9 @@ TEST_CASE("a slow drift that passes every step is caught by the total since init
     if (tickclock_revalidate() == TICKCLOCK_SWITCHED) switched_at = k;
   }
   INFO(tickclock_info_get()->why);
-  if (fake::isa.always_stated) {
-    // A rate the architecture states (the s390x TOD's 4096 MHz) is
-    // cross-checked against growing calibrations: a counter running 120 ppm
-    // off it from the start fails that check, and the policy then takes the
-    // calibration (the next source by rank), which measures the rate the
-    // counter keeps. A constant rate is not a drift: nothing to switch away
-    // from, and durations stay right.
-    const tickclock_info *now = tickclock_info_get();
-    CHECK(switched_at < 0);
-    CHECK(now->source == kCnt);
-    CHECK(now->freq_method == TICKCLOCK_FREQ_CALIBRATED);
-    CHECK(std::fabs(now->hz / (4096e6 * (1 + 120e-6)) - 1) < 5e-6);
-    return;
-  }
+  // on every ISA, the s390x TOD's architectural rate included: the checks'
+  // breaks restate the state wider, but the switch holds the counter to
+  // the decision's rate, and 120 ppm off it is left for the OS clock
   CHECK(switched_at > 0);
   CHECK(has(tickclock_info_get()->why, "drifted"));
 }
