@@ -26,6 +26,9 @@ static tkc_check_book tkc_bk = {TICKCLOCK_CHECK_DEFAULT_MS,
                                 {0, 0, 0, 0},
                                 0,
                                 {0, 0, 0, 0},
+                                {0, 0, 0, 0, 0, 0},
+                                0.0,
+                                0.0,
                                 {0, 0, 0, 0},
                                 {0, 0, 0, 0, 0, 0},
                                 0.0,
@@ -73,6 +76,14 @@ int tkc_checks_published(const tickclock_info *old, const tickclock_info *slot, 
   int same = old != NULL && ev == NULL && counter && tkc_reads_counter(old) && tkc_bk.chk_on &&
              anchor.width != UINT64_MAX;
   if (!same || tkc_bk.restating) tkc_bk.chk_anchor = tkc_bk.chk_tight = anchor;
+  /* the stated rate is held to the samples at the new state's rate and
+   * uncertainty, unless only the uncertainty changed (the refinement
+   * confirmed a stated rate): the measured rate it holds to stays */
+  if (!same || tkc_bk.restating || slot->hz_num != old->hz_num || slot->hz_den != old->hz_den) {
+    tkc_bk.held_conv = slot->src_conv;
+    tkc_bk.held_ppm = tkc_bk.held_base_ppm = slot->uncertainty_ppm;
+  } else if (slot->uncertainty_ppm < tkc_bk.held_base_ppm)
+    tkc_bk.held_base_ppm = slot->uncertainty_ppm;
   /* the switch holds the counter to the decision's rate, from the last
    * publication before a restatement: a counter that drifts off it by more
    * than DRIFT_PPM is left, however the restatements followed it */
@@ -144,8 +155,8 @@ void tkc_refusals_copy(tickclock_evidence *ev) {
 void tkc_refusals_reset(void) { tkc_n_refusals = 0; }
 
 /* ---- the refinement's schedule ----------------------------------------- */
-static tkc_refine_book tkc_rf = {
-    0, 0, {0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0, 0, 0, 0}, 0, UINT64_MAX};
+static tkc_refine_book tkc_rf = {0, 0, {0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0, 0, 0, 0},
+                                 0, 0, UINT64_MAX};
 /* The evidence behind a state whose published frequency awaits its
  * cross-check: the first refinement decides again from it. */
 static tickclock_evidence tkc_pending_ev;
@@ -161,6 +172,7 @@ int tkc_refine_pending(void) { return tkc_rf.on; }
 void tkc_refine_reset(void) {
   tkc_rf.on = 0;
   tkc_rf.deferred = 0;
+  tkc_rf.from_next = 0;
   tkc_rf.at = UINT64_MAX;
 }
 
@@ -192,10 +204,12 @@ void tkc_refine_plan(const tickclock_info *fresh, const tickclock_evidence *ev, 
                      int cross_checked) {
   tkc_rf.on = 0;
   tkc_rf.deferred = 0;
+  tkc_rf.from_next = 0;
   if (fresh->freq_pending_check) {
     /* its evidence is kept once it is published (tkc_publish_planned): a
      * decision that fails to publish must not become the live state's */
     memset(&tkc_rf.cal_first, 0, sizeof tkc_rf.cal_first);
+    tkc_rf.from_next = 1;
     tkc_rf.on = 1;
   } else if ((fresh->freq_method == TICKCLOCK_FREQ_CALIBRATED || cross_checked) && ev->cal.ok &&
              !asked_ms && ev->cal.ns < TKC_REFINE_UNTIL_NS) {
@@ -207,10 +221,11 @@ void tkc_refine_plan(const tickclock_info *fresh, const tickclock_evidence *ev, 
 
 void tkc_refine_published(const tickclock_info *slot, tkc_bracket anchor, int checked) {
   if (!checked) tkc_rf.on = 0;
-  if (tkc_rf.on && tkc_rf.cal_first.ns == 0) {
+  if (tkc_rf.on && tkc_rf.from_next) {
     /* a published frequency, not calibrated yet: the cross-check measures
      * from this publication's bracket, first after the quick baseline */
     tkc_cal_start(&tkc_rf.cal_first, anchor);
+    tkc_rf.from_next = 0;
     tkc_rf.at_ns = anchor.ns + (uint64_t)TICKCLOCK_CAL_QUICK_MS * UINT64_C(1000000);
   }
   if (tkc_rf.on)

@@ -104,6 +104,81 @@ static void tkc_note_refined(tickclock_info *st, const tickclock_calibration *c)
           c->hz / 1e6, st->uncertainty_ppm, (double)c->ns / 1e9);
 }
 
+/* Publishes fresh, a refinement of s from the calibration c, with the
+ * refinement's schedule after this step (tkc_publish arms it from the new
+ * state's anchor); no slot: the schedule restored, the same step again
+ * once a call that may allocate has reserved one. */
+static void tkc_publish_refined(tickclock_info *fresh, const tickclock_info *s,
+                                const tickclock_calibration *c, int may_alloc) {
+  tkc_refine_book *rf = tkc_refine_schedule();
+  uint64_t at_ns = rf->at_ns;
+  rf->at_ns = rf->cal_first.start_ns + 4 * c->ns;
+  rf->on = c->ns < TKC_REFINE_UNTIL_NS;
+  if (tkc_publish(fresh, s, TKC_OLD_HEALTHY, 0, may_alloc, NULL) != TICKCLOCK_OK) {
+    rf->at_ns = at_ns;
+    rf->on = 1;
+    tkc_refine_defer();
+  }
+}
+
+/* The uncertainty the published source of s claims for itself (its entry
+ * in freqs[]; 0 for an exact ratio); -1 when none is marked chosen. */
+static double tkc_claimed_ppm(const tickclock_info *s) {
+  unsigned i;
+  for (i = 0; i < s->n_freqs && i < TICKCLOCK_MAX_FREQS; i++)
+    if (s->freqs[i].chosen && s->freqs[i].method == s->freq_method)
+      return s->freqs[i].uncertainty_ppm;
+  return -1;
+}
+
+/* The calibration c, off ppm from the rate of s, measured since s's
+ * anchor (or the restatement's): the true rate lies within c's bound of c,
+ * so within |off| + c's bound of s's rate (never tighter than a published
+ * source claims for itself). When that is within what s states and c is
+ * tighter than the rate the checks hold the counter to, they hold it to c
+ * from now on, whether or not a state can be published with it: a step
+ * the wider stated uncertainty would hide is a break again, and a break
+ * restates from |off| + c's bound. (Beyond what s states, the checks keep
+ * holding the counter to s's rate: they find that as a break and restate
+ * wider.) Returns that bound on s's rate. */
+static double tkc_confirm(const tickclock_info *s, const tickclock_calibration *c, double off) {
+  tkc_check_book *bk = tkc_checks();
+  double u = (off < 0 ? -off : off) + c->uncertainty_ppm;
+  double claim = s->freq_method == TICKCLOCK_FREQ_CALIBRATED ? 0 : tkc_claimed_ppm(s);
+  double cu =
+      c->uncertainty_ppm < TKC_MIN_UNCERTAINTY_PPM ? TKC_MIN_UNCERTAINTY_PPM : c->uncertainty_ppm;
+  if (u < claim) u = claim;
+  if (u < TKC_MIN_UNCERTAINTY_PPM) u = TKC_MIN_UNCERTAINTY_PPM;
+  if (u <= s->uncertainty_ppm && cu < bk->held_ppm &&
+      tickclock_conv_init(&bk->held_conv, c->hz_num, c->hz_den) == TICKCLOCK_OK) {
+    bk->held_ppm = cu;
+    bk->held_base_ppm = u;
+  }
+  return u;
+}
+
+/* A published rate s restated wider after a break, confirmed to u by the
+ * calibration c measured since the restatement: when that is tighter than
+ * s states, s is published again at the same rate with it. 1 when it
+ * published (or waits for a slot to). */
+static int tkc_narrow_stated(const tickclock_info *s, const tickclock_calibration *c, double u,
+                             int may_alloc) {
+  tickclock_info *fresh = &tkc_refined;
+  char *mark;
+  size_t len;
+  if (tkc_claimed_ppm(s) < 0 || u >= s->uncertainty_ppm) return 0;
+  memcpy(fresh, s, sizeof *fresh);
+  fresh->uncertainty_ppm = u;
+  fresh->baseline_ns = c->ns;
+  mark = strstr(fresh->why, "; confirmed");
+  if (mark != NULL) *mark = '\0';
+  len = strlen(fresh->why);
+  tkc_fmt(fresh->why + len, sizeof fresh->why - len,
+          "; confirmed +-%.3f ppm by %.6f MHz over %.3f s", u, c->hz / 1e6, (double)c->ns / 1e9);
+  tkc_publish_refined(fresh, s, c, may_alloc);
+  return 1;
+}
+
 /* One refinement step: the first calibration's start bracket against a new
  * end bracket. A better figure that agrees with the current one is
  * published (continuous with it: same unit, base at the moment of
@@ -116,7 +191,7 @@ void tkc_refine_locked(int may_alloc) {
   const tickclock_info *s = tkc_published();
   tickclock_info *fresh = &tkc_refined;
   tickclock_calibration c;
-  double off;
+  double off, u;
   unsigned i;
   if (!tkc_calibrate_from(tkc_read_counter_ordered, &rf->cal_first, &c)) {
     if (c.suspended) {
@@ -169,6 +244,13 @@ void tkc_refine_locked(int may_alloc) {
     tkc_refine_restart(s);
     return;
   }
+  /* a published rate restated after a break: confirmed from the
+   * restatement's own bracket, it is stated as tight as this measurement
+   * shows it (never tighter than its source claims), so the rate check
+   * holds the counter to it closely again and later steps of the same
+   * size are breaks again */
+  u = tkc_confirm(s, &c, off);
+  if (s->freq_method != TICKCLOCK_FREQ_CALIBRATED && tkc_narrow_stated(s, &c, u, may_alloc)) return;
   /* no better, or a published source the rank prefers while it agrees:
    * measure further on */
   if (c.uncertainty_ppm >= s->uncertainty_ppm || s->freq_method != TICKCLOCK_FREQ_CALIBRATED) {
@@ -198,20 +280,7 @@ void tkc_refine_locked(int may_alloc) {
   if (fresh->uncertainty_ppm < TKC_MIN_UNCERTAINTY_PPM)
     fresh->uncertainty_ppm = TKC_MIN_UNCERTAINTY_PPM;
   tkc_note_refined(fresh, &c);
-  {
-    /* the schedule after this one (tkc_publish arms it from the new
-     * state's anchor), restored when there is no slot */
-    uint64_t at_ns = rf->at_ns;
-    rf->at_ns = rf->cal_first.start_ns + 4 * c.ns;
-    rf->on = c.ns < TKC_REFINE_UNTIL_NS;
-    if (tkc_publish(fresh, s, TKC_OLD_HEALTHY, 0, may_alloc, NULL) != TICKCLOCK_OK) {
-      /* none here: the same step again once a call that may allocate
-       * has reserved one */
-      rf->at_ns = at_ns;
-      rf->on = 1;
-      tkc_refine_defer();
-    }
-  }
+  tkc_publish_refined(fresh, s, &c, may_alloc);
 }
 
 /* After a break: the state again, its uncertainty widened by what the
@@ -229,7 +298,10 @@ void tkc_restate_locked(int may_alloc) {
   size_t len;
   if (s == NULL || !tkc_reads_counter(s)) return;
   memcpy(fresh, s, sizeof *fresh);
-  fresh->uncertainty_ppm = s->uncertainty_ppm + bk->break_ppm;
+  /* from how far the state's rate may lie from the rate the checks held
+   * the counter to (the state's own uncertainty, or the refinement's
+   * measurement's distance from it) */
+  fresh->uncertainty_ppm = bk->held_base_ppm + bk->break_ppm;
   mark = strstr(fresh->why, "; refined");
   if (mark == NULL) mark = strstr(fresh->why, "; restated");
   if (mark != NULL) *mark = '\0';
@@ -238,7 +310,8 @@ void tkc_restate_locked(int may_alloc) {
           fresh->uncertainty_ppm, bk->break_why);
   rf->on = 1;
   rf->deferred = 0;
-  memset(&rf->cal_first, 0, sizeof rf->cal_first); /* from the new anchor */
+  memset(&rf->cal_first, 0, sizeof rf->cal_first);
+  rf->from_next = 1; /* from the new anchor */
   bk->restating = 1;
   if (tkc_publish(fresh, s, TKC_OLD_HEALTHY, 0, may_alloc, NULL) != TICKCLOCK_OK) *rf = keep;
   bk->restating = 0;

@@ -215,7 +215,8 @@ int tkc_pv_check_locked(const tickclock_info *s) {
 }
 
 /* The stated rate held to the samples (the loose checks passed): counter
- * time against CLOCK_MONOTONIC_RAW from ref to b within the stated
+ * time (at the held rate: the state's, or the refinement's measurement
+ * since) against CLOCK_MONOTONIC_RAW from ref to b within that rate's
  * uncertainty of the raw time plus the brackets' half-widths (w: b's width
  * in ns) and 2 ns of rounding. A wide pair (a clock read that costs more
  * than RESOLUTION_NS, a preempted bracket) is still compared: its
@@ -225,17 +226,46 @@ int tkc_pv_check_locked(const tickclock_info *s) {
  * *excess (ns, with the half-widths) and *ppm (of the raw time). */
 static int tkc_off_rate(const tickclock_info *s, tkc_bracket b, double w, tkc_bracket ref,
                         double *excess, double *ppm) {
+  const tkc_check_book *bk = tkc_checks();
   double wr, half, dc, dr, d;
   if (ref.width == UINT64_MAX || tkc_suspend_between(ref.susp, b.susp) || b.ns <= ref.ns) return 0;
   wr = (double)tickclock_conv_ticks_to_ns(&s->src_conv, ref.width);
   half = (w + wr) / 2;
-  dc = (double)tickclock_conv_delta_to_ns(&s->src_conv, (int64_t)(b.mid - ref.mid));
+  dc = (double)tickclock_conv_delta_to_ns(&bk->held_conv, (int64_t)(b.mid - ref.mid));
   dr = (double)(b.ns - ref.ns);
   d = dc - dr < 0 ? dr - dc : dc - dr;
-  if (d <= dr * s->uncertainty_ppm * 1e-6 + half + 2) return 0;
+  if (d <= dr * bk->held_ppm * 1e-6 + half + 2) return 0;
   *excess = d + half;
   *ppm = (d + half) / dr * 1e6;
   return 1;
+}
+
+/* From the last tight sample ref to b (w: b's bracket width in ns) a
+ * suspend lies between: the counter counted the suspended time or not, and
+ * the rate check cannot tell which, so a rate change since ref (the last
+ * point its rate was held to within RESOLUTION_NS) passes it (the
+ * switch's allowance is the kernel's account of the suspended time,
+ * seconds). Whatever the counter did there is at most what separates its
+ * time (at the held rate) from the nearer of the two readings, awake or
+ * awake and suspended; beyond the held rate's tolerance, that is a window
+ * the durations that meet it carry. Not a break: an account off by its
+ * own error is normal, and is not the counter's fault. */
+static void tkc_note_hidden(const tickclock_info *s, tkc_bracket ref, tkc_bracket b, double w) {
+  const tkc_check_book *bk = tkc_checks();
+  double half, dc, dr, slept, d, ds;
+  if (ref.width == UINT64_MAX || b.ns <= ref.ns || ref.susp == UINT64_MAX || b.susp == UINT64_MAX ||
+      b.susp < ref.susp)
+    return;
+  half = (w + (double)tickclock_conv_ticks_to_ns(&s->src_conv, ref.width)) / 2;
+  dc = (double)tickclock_conv_delta_to_ns(&bk->held_conv, (int64_t)(b.mid - ref.mid));
+  dr = (double)(b.ns - ref.ns);
+  slept = (double)(b.susp - ref.susp);
+  d = dc - dr < 0 ? dr - dc : dc - dr;
+  ds = dc - dr - slept < 0 ? dr + slept - dc : dc - dr - slept;
+  if (ds < d) d = ds;
+  if (d <= dr * bk->held_ppm * 1e-6 + half + 2) return;
+  tkc_note_break(tkc_map(s, ref.mid - ref.width / 2), tkc_map(s, b.mid + b.width / 2),
+                 (uint64_t)(d + half) + 1);
 }
 
 /* The stated rate against the samples since the last tight one and since
@@ -336,9 +366,12 @@ int tkc_revalidate_locked(int with_io) {
     return TICKCLOCK_SWITCHED;
   }
   /* across a suspend the counter's advance is known only to the kernel's
-   * account of it: the total since publication starts again here */
-  if (tkc_suspend_between(bk->chk_prev.susp, b.susp))
+   * account of it: what it did before the suspend stays a window, and the
+   * total since publication starts again here */
+  if (tkc_suspend_between(bk->chk_prev.susp, b.susp)) {
+    tkc_note_hidden(s, bk->chk_tight, b, w);
     bk->chk_anchor = bk->chk_tight = bk->chk_loose = b;
+  }
   step = tkc_held_to_rate(s, b, w);
   if (step == TICKCLOCK_SWITCHED) return step;
   bk->chk_prev = b;

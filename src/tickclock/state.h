@@ -133,6 +133,13 @@ typedef struct tkc_check_book {
   tkc_bracket chk_prev;      /* the last conclusive sample */
   uint64_t max_seen;         /* highest unit tick known handed out */
   tkc_bracket chk_tight;     /* the last sample the stated rate was held to */
+  tickclock_conv held_conv;  /* ... at this rate: the state's, or the
+                                refinement's latest measurement since it
+                                (published or not) */
+  double held_ppm;           /* ... within this: that rate's uncertainty */
+  double held_base_ppm;      /* how far the state's rate may lie from the
+                                counter's at the held rate: a break's
+                                restatement widens from it */
   tkc_bracket chk_loose;     /* the switch's total runs from here: the decision's
                                 anchor (refinements and restatements keep it) */
   tickclock_conv loose_conv; /* ... and the rate it holds the counter to: the
@@ -189,6 +196,8 @@ typedef struct tkc_refine_book {
   int deferred;                    /* it fell due where no slot was ready: the
                                       next call that may allocate re-arms it */
   tickclock_calibration cal_first; /* the calibration refinements start from */
+  int from_next;                   /* cal_first starts at the next publication's
+                                      bracket (tkc_refine_published), once */
   uint64_t at_ns;                  /* raw clock of the next refinement */
   uint64_t at;                     /* ... in unit ticks */
 } tkc_refine_book;
