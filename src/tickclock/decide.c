@@ -76,11 +76,16 @@ static void tkc_step_candidates(const tickclock_evidence *ev, tickclock_info *ou
   sys->name = tickclock_source_name(sys->source);
   sys->usable = 1;
   sys->read_ns = ev->os_read_ns;
-  tkc_strlcpy(sys->reason,
-              sys->source == TICKCLOCK_SOURCE_QPC
-                  ? "QueryPerformanceCounter: always available, exact conversion at QPF"
-                  : "clock_gettime(CLOCK_MONOTONIC): always available, ticks are ns",
-              sizeof sys->reason);
+  if (sys->source == TICKCLOCK_SOURCE_QPC)
+    tkc_strlcpy(sys->reason, "QueryPerformanceCounter: always available, exact conversion at QPF",
+                sizeof sys->reason);
+  else if (ev->os_read_how != NULL)
+    tkc_fmt(sys->reason, sizeof sys->reason,
+            "clock_gettime(CLOCK_MONOTONIC): always available, ticks are ns; read through %s",
+            ev->os_read_how);
+  else
+    tkc_strlcpy(sys->reason, "clock_gettime(CLOCK_MONOTONIC): always available, ticks are ns",
+                sizeof sys->reason);
   if (ev->arch_counter) {
     d->cnt = &out->candidates[out->n_candidates++];
     d->cnt->source = ev->arch_counter;

@@ -93,6 +93,9 @@ void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev) {
   ev->tsc_prctl = tkc_p_prctl_get_tsc();
   if (ev->tsc_prctl == TICKCLOCK_PRCTL_SIGSEGV) tkc_os_use_syscall(1);
 #endif
+  /* then the vDSO's clock_gettime for the OS clock's reads (none while
+   * RDTSC is disabled) */
+  ev->os_read_how = tkc_os_vdso_setup();
   ev->cfg_source = cfg ? cfg->source : TICKCLOCK_SOURCE_AUTO;
   ev->cal_deferrable = cfg == NULL || cfg->calibration_ms == 0;
   tkc_gather_nominal(&ev->arch_nominal);

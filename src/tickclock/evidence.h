@@ -45,6 +45,8 @@ typedef struct tickclock_evidence {
   uint64_t counter_at;             /* one reading of the counter when gathered ... */
   int counter_at_known;            /* ... taken (0: not read, as in a replayed fixture) */
   double os_read_ns;               /* measured, 0 if not measured */
+  const char *os_read_how;         /* how the OS clock is read (the vDSO's
+                                      function or libc's, and why), or NULL */
   double os_resolution_ns;         /* clock_getres(CLOCK_MONOTONIC) */
   tickclock_calibration cal;       /* of the arch counter; ok=0 if not done */
   int cal_deferrable;              /* the caller lets a published frequency be used

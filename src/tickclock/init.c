@@ -152,7 +152,7 @@ static uint64_t tkc_read(int ordered) {
 #if defined(TICKCLOCK_TEST_FAKE_COUNTER)
   r = tkc_p_os_ns();
 #else
-  r = tkc_os_read();
+  r = tkc_os_read_inline();
 #endif
   /* the OS clock's nanoseconds are the unit's (the OS clock first, or
    * TICKCLOCK_SOURCE_SYSTEM from the start): an offset, here, not a call
@@ -174,7 +174,7 @@ uint64_t tkc_now_slow(void) {
 #if defined(TICKCLOCK_TEST_FAKE_COUNTER)
     uint64_t r = tkc_p_os_ns();
 #else
-    uint64_t r = tkc_os_read();
+    uint64_t r = tkc_os_read_inline();
 #endif
     return tkc_os_unit(s, r);
   }

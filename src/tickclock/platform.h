@@ -199,6 +199,71 @@ TKC_INTERNAL uint64_t tkc_os_now(void); /* CLOCK_MONOTONIC (Windows: QPC) in ns 
 /* The fallback source's raw ticks (async-signal-safe); every native clock
  * read here is a system call once tkc_os_syscall_on(). */
 TKC_INTERNAL uint64_t tkc_os_read(void);
+#if !defined(_WIN32)
+/* The same through libc's clock_gettime (the system call once
+ * tkc_os_syscall_on()): what tkc_os_read falls back to. */
+TKC_INTERNAL uint64_t tkc_os_read_libc(void);
+#endif
+
+/* ---- the vDSO's clock_gettime, called directly (vdso.c) ----------------
+ * Linux on x86-64 and AArch64 (LP64): the kernel's function and the
+ * version it is defined at, found in the vDSO the auxiliary vector names.
+ * TICKCLOCK_NO_VDSO leaves libc's clock_gettime on the read path. */
+#if defined(__linux__) && defined(__LP64__) && !defined(TICKCLOCK_NO_VDSO) && \
+    (defined(__x86_64__) || defined(__aarch64__))
+#define TKC_HAVE_VDSO 1
+#if defined(__x86_64__)
+#define TKC_VDSO_NAME "__vdso_clock_gettime"
+#define TKC_VDSO_VERSION "LINUX_2.6"
+#define TKC_VDSO_MACHINE 62 /* EM_X86_64 */
+#else
+#define TKC_VDSO_NAME "__kernel_clock_gettime"
+#define TKC_VDSO_VERSION "LINUX_2.6.39"
+#define TKC_VDSO_MACHINE 183 /* EM_AARCH64 */
+#endif
+/* The kernel's timespec as the vDSO writes it: two 64-bit integers,
+ * whatever time_t the C library uses. */
+typedef struct tkc_vdso_ts {
+  long long sec, nsec;
+} tkc_vdso_ts;
+typedef int (*tkc_vdso_gettime_fn)(int clock_id, tkc_vdso_ts *ts);
+/* The function the OS clock's read path calls: NULL until found, while
+ * none was found or it was refused (tkc_os_vdso_setup says why), and
+ * while tkc_os_syscall_on() (the vDSO executes RDTSC, which may trap). */
+#if defined(TICKCLOCK_STATIC)
+static TKC_UNUSED TKC_SHARED tkc_vdso_gettime_fn tkc_g_os_vdso = NULL;
+#else
+extern TKC_SHARED tkc_vdso_gettime_fn tkc_g_os_vdso;
+#endif
+/* The address of the function name defined at version (where the image
+ * has versions) in the ELF image of size readable bytes at image, as the
+ * image is mapped; 0 with why set if it has none or anything in it lies
+ * out of place (every offset and count is checked against size). */
+TKC_INTERNAL uintptr_t tkc_vdso_symbol(const void *image, size_t size, const char *name,
+                                       const char *version, char *why, size_t n);
+#endif
+/* Under the lock, once RDTSC is known enabled or disabled: the first
+ * call looks the vDSO's clock_gettime up and checks its first reading
+ * between two of libc's; every call publishes it for the read path
+ * (NULL while tkc_os_syscall_on()). Returns how the OS clock is read,
+ * one phrase (NULL where there is no vDSO to call). */
+TKC_INTERNAL const char *tkc_os_vdso_setup(void);
+/* tkc_g_os_vdso again after the system-call flag changed. */
+TKC_INTERNAL void tkc_os_vdso_publish(void);
+
+/* The OS clock's read, inline: the vDSO's function where one was found
+ * (one load, one call), else tkc_os_read. Async-signal-safe. */
+TKC_INLINE uint64_t tkc_os_read_inline(void) {
+#if defined(TKC_HAVE_VDSO)
+  tkc_vdso_ts ts;
+  tkc_vdso_gettime_fn f = TKC_LOAD_RELAXED(&tkc_g_os_vdso);
+  if (TKC_LIKELY(f != NULL && f(CLOCK_MONOTONIC, &ts) == 0 && (ts.sec | ts.nsec) >= 0))
+    return TKC_CAST(uint64_t, ts.sec) * UINT64_C(1000000000) + TKC_CAST(uint64_t, ts.nsec);
+  return tkc_os_read_libc();
+#else
+  return tkc_os_read();
+#endif
+}
 /* The OS clock the library falls back to (TICKCLOCK_SOURCE_SYSTEM, or
  * TICKCLOCK_SOURCE_QPC on Windows) and its ticks' rate into *hz (1e9 for
  * CLOCK_MONOTONIC's ns, QueryPerformanceFrequency for QPC). */

@@ -22,7 +22,10 @@
  * path, so a variable here, not a call). */
 static TKC_SHARED int tkc_g_os_syscall = 0;
 
-void tkc_os_use_syscall(int on) { TKC_STORE_RELEASE(&tkc_g_os_syscall, on); }
+void tkc_os_use_syscall(int on) {
+  TKC_STORE_RELEASE(&tkc_g_os_syscall, on);
+  tkc_os_vdso_publish(); /* the vDSO's function off the read path while on */
+}
 int tkc_os_syscall_on(void) { return TKC_LOAD_RELAXED(&tkc_g_os_syscall); }
 
 static uint64_t tkc_ts_ns(const struct timespec *ts) {
@@ -82,14 +85,24 @@ static uint64_t tkc_clock_ns(int id) {
 
 uint64_t tkc_os_now(void) { return tkc_clock_ns(CLOCK_MONOTONIC); }
 
-/* The OS clock's read path (tickclock_now() on the OS clock): the vDSO
- * call itself, with no call in between, while RDTSC is not known disabled. */
-uint64_t tkc_os_read(void) {
+/* The OS clock's read path where no vDSO function is called directly
+ * (tkc_os_read_inline): libc's clock_gettime, with no call in between,
+ * while RDTSC is not known disabled. */
+uint64_t tkc_os_read_libc(void) {
   struct timespec ts;
   if (TKC_LIKELY(!TKC_LOAD_RELAXED(&tkc_g_os_syscall)) &&
       clock_gettime(CLOCK_MONOTONIC, &ts) == 0 && ts.tv_sec >= 0 && ts.tv_nsec >= 0)
     return tkc_ts_ns(&ts);
   return tkc_os_now();
+}
+
+/* The vDSO's function where one is called directly, else libc's. */
+uint64_t tkc_os_read(void) {
+#if defined(TKC_HAVE_VDSO)
+  return tkc_os_read_inline();
+#else
+  return tkc_os_read_libc();
+#endif
 }
 
 /* CLOCK_MONOTONIC through the system call whatever is known yet: what a
