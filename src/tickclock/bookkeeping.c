@@ -228,16 +228,24 @@ void tkc_refine_from_anchor(const tickclock_info *s, tkc_bracket b) {
 #endif
 
 /* ---- the deadline: the earlier of the checks' and the refinement's ----- */
-void tkc_store_deadline(void) {
+/* fresh: a new anchor or period (tkc_arm_deadline), after which the ticks
+ * seen ahead are looked at again even if the deadline came out the same.
+ * Otherwise the same deadline keeps them: an out-of-line call that found
+ * nothing due (a tick from the future) does not undo what an earlier one
+ * noted, so near and far ticks in turns go out of line once each. */
+static void tkc_deadline_store(int fresh) {
   uint64_t d = tkc_bk.chk_on ? tkc_bk.reval_at : UINT64_MAX;
   if (tkc_bk.chk_on && tkc_refine_at() < d) d = tkc_refine_at();
+  if (!fresh && d == TKC_LOAD_RELAXED(&tkc_g_reval_deadline)) return;
   tkc_ahead_note(UINT64_MAX, UINT64_MAX, 0); /* a new deadline: ticks ahead are looked at again */
   TKC_STORE_RELEASE(&tkc_g_reval_deadline, d);
 }
+
+void tkc_store_deadline(void) { tkc_deadline_store(0); }
 
 void tkc_arm_deadline(const tickclock_info *s, uint64_t now_unit) {
   tkc_bk.reval_at = UINT64_MAX;
   if (tkc_bk.chk_on && tkc_bk.reval_ms != 0)
     tkc_bk.reval_at = tkc_after(s, now_unit, (uint64_t)tkc_bk.reval_ms * UINT64_C(1000000));
-  tkc_store_deadline();
+  tkc_deadline_store(1);
 }
