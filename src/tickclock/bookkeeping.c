@@ -39,23 +39,38 @@ static tkc_check_book tkc_bk = {TICKCLOCK_CHECK_DEFAULT_MS,
                                 {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
 
 #if !defined(TICKCLOCK_STATIC) /* TICKCLOCK_STATIC: tickclock.h defines it */
-/* Unit tick at which tickclock_to_ns runs the periodic re-validation. */
+/* Unit tick at which tickclock_to_ns runs the periodic re-validation,
+ * and the window of ticks that may go there (tickclock_inline.h). */
 TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_reval_deadline = UINT64_MAX;
+TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_due_span = 0;
 /* Ticks ahead of the counter left alone until the deadline moves
  * (tickclock_inline.h; set by due.c through tkc_ahead_note). */
-TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_far = UINT64_MAX;
 TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_lo = UINT64_MAX;
 TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_span = 0;
 #endif
+/* Where the far ticks ahead start (UINT64_MAX: none seen); the
+ * conversions see it only as the end of the window, through the span. */
+static uint64_t tkc_ahead_far_at = UINT64_MAX;
+
+/* The deadline d and the window up to far: the span first, then the
+ * deadline (a reader may pair either with either: tickclock_inline.h says
+ * why that is harmless). Written with the lock held. */
+static void tkc_due_window(uint64_t d, uint64_t far) {
+  tkc_ahead_far_at = far;
+  TKC_STORE_RELEASE(&tkc_g_due_span, far > d ? far - d : 0);
+  TKC_STORE_RELEASE(&tkc_g_reval_deadline, d);
+}
 
 /* The ticks ahead: far and above, and [lo, lo + span];
  * tkc_ahead_note(UINT64_MAX, UINT64_MAX, 0) empties both. Written with
  * the lock held. */
 void tkc_ahead_note(uint64_t far, uint64_t lo, uint64_t span) {
-  TKC_STORE_RELEASE(&tkc_g_ahead_far, far);
+  tkc_due_window(TKC_LOAD_RELAXED(&tkc_g_reval_deadline), far);
   TKC_STORE_RELEASE(&tkc_g_ahead_lo, lo);
   TKC_STORE_RELEASE(&tkc_g_ahead_span, span);
 }
+
+uint64_t tkc_ahead_far(void) { return tkc_ahead_far_at; }
 
 tkc_check_book *tkc_checks(void) { return &tkc_bk; }
 
@@ -105,7 +120,7 @@ int tkc_checks_published(const tickclock_info *old, const tickclock_info *slot, 
 }
 
 void tkc_checks_reset(void) {
-  TKC_STORE_RELEASE(&tkc_g_reval_deadline, UINT64_MAX);
+  tkc_due_window(UINT64_MAX, UINT64_MAX);
   tkc_ahead_note(UINT64_MAX, UINT64_MAX, 0);
   tkc_bk.chk_on = 0;
   tkc_bk.max_seen = 0;
@@ -238,7 +253,7 @@ static void tkc_deadline_store(int fresh) {
   if (tkc_bk.chk_on && tkc_refine_at() < d) d = tkc_refine_at();
   if (!fresh && d == TKC_LOAD_RELAXED(&tkc_g_reval_deadline)) return;
   tkc_ahead_note(UINT64_MAX, UINT64_MAX, 0); /* a new deadline: ticks ahead are looked at again */
-  TKC_STORE_RELEASE(&tkc_g_reval_deadline, d);
+  tkc_due_window(d, UINT64_MAX);
 }
 
 void tkc_store_deadline(void) { tkc_deadline_store(0); }
