@@ -42,23 +42,38 @@ static tkc_check_book tkc_bk = {TICKCLOCK_CHECK_DEFAULT_MS,
                                 {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
 
 #if !defined(TICKCLOCK_STATIC) /* TICKCLOCK_STATIC: tickclock.h defines it */
-/* Unit tick at which tickclock_to_ns runs the periodic re-validation. */
+/* Unit tick at which tickclock_to_ns runs the periodic re-validation,
+ * and the window of ticks that may go there (tickclock_inline.h). */
 TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_reval_deadline = UINT64_MAX;
+TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_due_span = 0;
 /* Ticks ahead of the counter left alone until the deadline moves
  * (tickclock_inline.h; set by due.c through tkc_ahead_note). */
-TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_far = UINT64_MAX;
 TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_lo = UINT64_MAX;
 TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_span = 0;
 #endif
+/* Where the far ticks ahead start (UINT64_MAX: none seen); the
+ * conversions see it only as the end of the window, through the span. */
+static uint64_t tkc_ahead_far_at = UINT64_MAX;
+
+/* The deadline d and the window up to far: the span first, then the
+ * deadline (a reader may pair either with either: tickclock_inline.h says
+ * why that is harmless). Written with the lock held. */
+static void tkc_due_window(uint64_t d, uint64_t far) {
+  tkc_ahead_far_at = far;
+  TKC_STORE_RELEASE(&tkc_g_due_span, far > d ? far - d : 0);
+  TKC_STORE_RELEASE(&tkc_g_reval_deadline, d);
+}
 
 /* The ticks ahead: far and above, and [lo, lo + span];
  * tkc_ahead_note(UINT64_MAX, UINT64_MAX, 0) empties both. Written with
  * the lock held. */
 void tkc_ahead_note(uint64_t far, uint64_t lo, uint64_t span) {
-  TKC_STORE_RELEASE(&tkc_g_ahead_far, far);
+  tkc_due_window(TKC_LOAD_RELAXED(&tkc_g_reval_deadline), far);
   TKC_STORE_RELEASE(&tkc_g_ahead_lo, lo);
   TKC_STORE_RELEASE(&tkc_g_ahead_span, span);
 }
+
+uint64_t tkc_ahead_far(void) { return tkc_ahead_far_at; }
 
 tkc_check_book *tkc_checks(void) { return &tkc_bk; }
 
@@ -116,7 +131,7 @@ int tkc_checks_published(const tickclock_info *old, const tickclock_info *slot, 
 }
 
 void tkc_checks_reset(void) {
-  TKC_STORE_RELEASE(&tkc_g_reval_deadline, UINT64_MAX);
+  tkc_due_window(UINT64_MAX, UINT64_MAX);
   tkc_ahead_note(UINT64_MAX, UINT64_MAX, 0);
   tkc_bk.chk_on = 0;
   tkc_bk.max_seen = 0;
@@ -243,16 +258,24 @@ void tkc_refine_from_anchor(const tickclock_info *s, tkc_bracket b) {
 #endif
 
 /* ---- the deadline: the earlier of the checks' and the refinement's ----- */
-void tkc_store_deadline(void) {
+/* fresh: a new anchor or period (tkc_arm_deadline), after which the ticks
+ * seen ahead are looked at again even if the deadline came out the same.
+ * Otherwise the same deadline keeps them: an out-of-line call that found
+ * nothing due (a tick from the future) does not undo what an earlier one
+ * noted, so near and far ticks in turns go out of line once each. */
+static void tkc_deadline_store(int fresh) {
   uint64_t d = tkc_bk.chk_on ? tkc_bk.reval_at : UINT64_MAX;
   if (tkc_bk.chk_on && tkc_refine_at() < d) d = tkc_refine_at();
+  if (!fresh && d == TKC_LOAD_RELAXED(&tkc_g_reval_deadline)) return;
   tkc_ahead_note(UINT64_MAX, UINT64_MAX, 0); /* a new deadline: ticks ahead are looked at again */
-  TKC_STORE_RELEASE(&tkc_g_reval_deadline, d);
+  tkc_due_window(d, UINT64_MAX);
 }
+
+void tkc_store_deadline(void) { tkc_deadline_store(0); }
 
 void tkc_arm_deadline(const tickclock_info *s, uint64_t now_unit) {
   tkc_bk.reval_at = UINT64_MAX;
   if (tkc_bk.chk_on && tkc_bk.reval_ms != 0)
     tkc_bk.reval_at = tkc_after(s, now_unit, (uint64_t)tkc_bk.reval_ms * UINT64_C(1000000));
-  tkc_store_deadline();
+  tkc_deadline_store(1);
 }

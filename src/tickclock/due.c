@@ -99,7 +99,7 @@ static void tkc_ahead_locked(uint64_t ticks, uint64_t now) {
   }
   half = tkc_after(s, 0, TKC_AHEAD_NS / 2);
   lo = ticks - half > near ? ticks - half : near;
-  tkc_ahead_note(TKC_LOAD_RELAXED(&tkc_g_ahead_far), lo,
+  tkc_ahead_note(tkc_ahead_far(), lo,
                  ticks - lo + half < ticks - lo ? UINT64_MAX - lo : ticks - lo + half);
 }
 #endif

@@ -163,6 +163,8 @@ TKC_INTERNAL void tkc_store_deadline(void);
 /* The ticks ahead of the counter the conversions leave alone until the
  * deadline moves (the deadline's store empties it). */
 TKC_INTERNAL void tkc_ahead_note(uint64_t far, uint64_t lo, uint64_t span);
+/* Where the far ticks ahead start (UINT64_MAX: none seen). */
+TKC_INTERNAL uint64_t tkc_ahead_far(void);
 /* The next periodic check a period after now_unit (off unless the state
  * reads the counter and a period is set), then the deadline. */
 TKC_INTERNAL void tkc_arm_deadline(const tickclock_info *s, uint64_t now_unit);

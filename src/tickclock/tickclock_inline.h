@@ -24,14 +24,18 @@ TKC_API_VAR const tickclock_info *TKC_SHARED tkc_g_state;
  * out of line (a periodic re-validation, a refinement of the frequency);
  * UINT64_MAX when nothing is. */
 TKC_API_VAR TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_reval_deadline;
-/* Ticks at or past the deadline that are ahead of the counter (ticks from
- * the future: an interval converted as a tick, a caller's own value), seen
- * by the out-of-line path, which then did what was due by the counter's
- * time: the conversions leave them alone until the deadline moves. Near:
+/* The ticks that may go out of line: ticks - tkc_g_reval_deadline <
+ * tkc_g_due_span, one subtraction and one compare whatever the tick (a
+ * tick before the deadline wraps to a difference above the span). The
+ * window ends where the ticks far ahead of the counter start (ticks from
+ * the future 50 years or more ahead, seen by the out-of-line path, which
+ * then did what was due by the counter's time): the span is far -
+ * deadline, UINT64_MAX - deadline while none was seen, 0 while nothing is
+ * due. Inside the window, the ticks near ahead seen the same way,
  * [tkc_g_ahead_lo, tkc_g_ahead_lo + tkc_g_ahead_span] (empty: lo =
- * UINT64_MAX, span = 0); far: tkc_g_ahead_far and above (none:
- * UINT64_MAX). */
-TKC_API_VAR TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_far;
+ * UINT64_MAX, span = 0), are left alone too. Both are emptied when the
+ * deadline moves. */
+TKC_API_VAR TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_due_span;
 TKC_API_VAR TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_lo;
 TKC_API_VAR TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_span;
 #else
@@ -40,7 +44,7 @@ TKC_API_VAR TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_span;
 static TKC_UNUSED TKC_SHARED int tkc_g_source = 0;
 static TKC_UNUSED const tickclock_info *TKC_SHARED tkc_g_state = NULL;
 static TKC_UNUSED TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_reval_deadline = UINT64_MAX;
-static TKC_UNUSED TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_far = UINT64_MAX;
+static TKC_UNUSED TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_due_span = 0;
 static TKC_UNUSED TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_lo = UINT64_MAX;
 static TKC_UNUSED TKC_ALIGN8 TKC_SHARED uint64_t tkc_g_ahead_span = 0;
 #endif
@@ -181,12 +185,19 @@ TKC_INLINE uint64_t tkc_ns_in(const tickclock_info *s, uint64_t ticks) {
 
 /* What is due by tick ticks (a refinement, the rate check) is done out
  * of line once ticks reaches the deadline; nothing is due before. A tick
- * the out-of-line path already found ahead of the counter (the ahead
- * range) does not go there again until the deadline moves: whatever the
- * tick, what is due runs at most once per deadline. */
+ * the out-of-line path already found ahead of the counter (past the
+ * window's end, or in the near range) does not go there again until the
+ * deadline moves: whatever the tick, what is due runs at most once per
+ * deadline. A recent reading and a tick far ahead take the same single
+ * compare. The deadline and the span are two words stored one after the
+ * other (with the lock held): a pair read across a store may at worst
+ * send one call out of line for nothing (tkc_revalidate_due checks the
+ * deadline again under the lock and does only what the counter's own
+ * time has made due) or keep one call from going there (the next one
+ * does); the conversion never depends on them (it loads the state). */
 TKC_INLINE void tkc_due_first(uint64_t ticks) {
-  if (TKC_UNLIKELY(ticks >= TKC_LOAD_RELAXED(&tkc_g_reval_deadline)) &&
-      ticks < TKC_LOAD_RELAXED(&tkc_g_ahead_far) &&
+  if (TKC_UNLIKELY(ticks - TKC_LOAD_RELAXED(&tkc_g_reval_deadline) <
+                   TKC_LOAD_RELAXED(&tkc_g_due_span)) &&
       ticks - TKC_LOAD_RELAXED(&tkc_g_ahead_lo) > TKC_LOAD_RELAXED(&tkc_g_ahead_span))
     tkc_revalidate_due(ticks);
 }

@@ -294,6 +294,39 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "ticks from the future near and far, interleaved: each goes out of line once per "
+    "deadline") {
+  if (no_counter("near and far ticks interleaved")) return;
+  Installed f;
+  const tickclock_info *i = f.init();
+  REQUIRE(i->source == kCnt);
+  tickclock_revalidate_every(10);
+  f.w.now_ns += 15000000;  // 15 ms: the rate check is due
+  uint64_t now = tickclock_now();
+  (void)tickclock_to_ns(now);  // what is due by now runs: a new deadline
+  // 1 s ahead (the near range) and 60 years ahead (the far one), in turns:
+  // one out-of-line call each (a counter read), then none until the
+  // deadline moves, whichever came last
+  const uint64_t near_t = now + f.w.hz(), far_t = now + f.w.hz() * UINT64_C(1892160000);
+  uint64_t reads = f.w.counter_reads;
+  for (int k = 0; k < 50; k++) {
+    (void)tickclock_to_ns(near_t + (uint64_t)k);
+    (void)tickclock_delta_ns(now, far_t + (uint64_t)k);
+  }
+  CHECK(f.w.counter_reads == reads + 2);
+  // a reading past the next deadline runs what is due: both go again
+  f.w.now_ns += 15000000;
+  (void)tickclock_to_ns(tickclock_now());
+  reads = f.w.counter_reads;
+  for (int k = 0; k < 50; k++) {
+    (void)tickclock_to_ns(far_t + (uint64_t)k);
+    (void)tickclock_to_ns(near_t + (uint64_t)k);
+  }
+  CHECK(f.w.counter_reads == reads + 2);
+  tickclock_revalidate_every(0);
+}
+
+TEST_CASE(
     "a reading a little ahead of the counter read after it (another CPU's) is not noted "
     "as ahead: the readings after it are checked on time") {
   if (no_counter("a reading a little ahead")) return;
