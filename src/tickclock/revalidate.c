@@ -63,6 +63,22 @@ static void tkc_switch_to_os(const tickclock_info *old, const char *why, int tru
 /* |a - b| > bound, for two ns spans. */
 static int tkc_disagree(double a, double b, double bound) { return a - b > bound || b - a > bound; }
 
+/* Counter time at the rate cv against CLOCK_MONOTONIC_RAW from the sample
+ * ref to b (w: b's bracket width in ns), into *dc and *dr; returns the two
+ * brackets' half-widths, what a comparison of the two cannot resolve. */
+static double tkc_span(const tickclock_conv *cv, tkc_bracket ref, tkc_bracket b, double w,
+                       double *dc, double *dr) {
+  *dc = (double)tickclock_conv_delta_to_ns(cv, (int64_t)(b.mid - ref.mid));
+  *dr = (double)(int64_t)(b.ns - ref.ns);
+  return (w + (double)tickclock_conv_ticks_to_ns(cv, ref.width)) / 2;
+}
+
+/* A break window from the start of the sample ref to the unit tick hi,
+ * excess ns off. */
+static void tkc_break_from(const tickclock_info *s, tkc_bracket ref, uint64_t hi, double excess) {
+  tkc_note_break(tkc_map(s, ref.mid - ref.width / 2), hi, (uint64_t)excess + 1);
+}
+
 /* Counter time (at the rate cv, the decision's) against
  * CLOCK_MONOTONIC_RAW from the sample ref to b (whose bracket is w ns
  * wide): they must agree within (DRIFT_PPM + u, that rate's uncertainty)
@@ -76,11 +92,9 @@ static int tkc_disagree(double a, double b, double bound) { return a - b > bound
  * (raw, plus the suspended time when it was counted), bound. */
 static int tkc_drifted(const tickclock_conv *cv, double u, tkc_bracket b, double w, tkc_bracket ref,
                        double *dc, double *dr, double *bound) {
-  double wr = (double)tickclock_conv_ticks_to_ns(cv, ref.width);
   double rate = (TICKCLOCK_REVALIDATE_DRIFT_PPM + u) * 1e-6;
-  *dc = (double)tickclock_conv_delta_to_ns(cv, (int64_t)(b.mid - ref.mid));
-  *dr = (double)(int64_t)(b.ns - ref.ns);
-  *bound = *dr * rate + TICKCLOCK_REVALIDATE_DRIFT_ABS_NS + (w + wr) / 2;
+  double half = tkc_span(cv, ref, b, w, dc, dr);
+  *bound = *dr * rate + TICKCLOCK_REVALIDATE_DRIFT_ABS_NS + half;
   if (!tkc_disagree(*dc, *dr, *bound)) return 0;
   if (tkc_suspend_between(ref.susp, b.susp) && b.susp > ref.susp) {
     double slept = (double)(b.susp - ref.susp);
@@ -224,15 +238,11 @@ int tkc_pv_check_locked(const tickclock_info *s) {
  * whose every bracket is wide would otherwise never be held to its rate.
  * 0 when they agree or a suspend lies between; else the discrepancy in
  * *excess (ns, with the half-widths) and *ppm (of the raw time). */
-static int tkc_off_rate(const tickclock_info *s, tkc_bracket b, double w, tkc_bracket ref,
-                        double *excess, double *ppm) {
+static int tkc_off_rate(tkc_bracket b, double w, tkc_bracket ref, double *excess, double *ppm) {
   const tkc_check_book *bk = tkc_checks();
-  double wr, half, dc, dr, d;
+  double half, dc, dr, d;
   if (ref.width == UINT64_MAX || tkc_suspend_between(ref.susp, b.susp) || b.ns <= ref.ns) return 0;
-  wr = (double)tickclock_conv_ticks_to_ns(&s->src_conv, ref.width);
-  half = (w + wr) / 2;
-  dc = (double)tickclock_conv_delta_to_ns(&bk->held_conv, (int64_t)(b.mid - ref.mid));
-  dr = (double)(b.ns - ref.ns);
+  half = tkc_span(&bk->held_conv, ref, b, w, &dc, &dr);
   d = dc - dr < 0 ? dr - dc : dc - dr;
   if (d <= dr * bk->held_ppm * 1e-6 + half + 2) return 0;
   *excess = d + half;
@@ -256,16 +266,13 @@ static void tkc_note_hidden(const tickclock_info *s, tkc_bracket ref, tkc_bracke
   if (ref.width == UINT64_MAX || b.ns <= ref.ns || ref.susp == UINT64_MAX || b.susp == UINT64_MAX ||
       b.susp < ref.susp)
     return;
-  half = (w + (double)tickclock_conv_ticks_to_ns(&s->src_conv, ref.width)) / 2;
-  dc = (double)tickclock_conv_delta_to_ns(&bk->held_conv, (int64_t)(b.mid - ref.mid));
-  dr = (double)(b.ns - ref.ns);
+  half = tkc_span(&bk->held_conv, ref, b, w, &dc, &dr);
   slept = (double)(b.susp - ref.susp);
   d = dc - dr < 0 ? dr - dc : dc - dr;
   ds = dc - dr - slept < 0 ? dr + slept - dc : dc - dr - slept;
   if (ds < d) d = ds;
   if (d <= dr * bk->held_ppm * 1e-6 + half + 2) return;
-  tkc_note_break(tkc_map(s, ref.mid - ref.width / 2), tkc_map(s, b.mid + b.width / 2),
-                 (uint64_t)(d + half) + 1);
+  tkc_break_from(s, ref, tkc_map(s, b.mid + b.width / 2), d + half);
 }
 
 /* The stated rate against the samples since the last tight one and since
@@ -275,26 +282,24 @@ static void tkc_note_hidden(const tickclock_info *s, tkc_bracket ref, tkc_bracke
 static int tkc_held_to_rate(const tickclock_info *s, tkc_bracket b, double w) {
   tkc_check_book *bk = tkc_checks();
   double ex = 0, ppm = 0, ex_t = 0, ppm_t = 0, ex_p = 0, ppm_p = 0;
-  int step = tkc_off_rate(s, b, w, bk->chk_tight, &ex, &ppm);
-  int total = tkc_off_rate(s, b, w, bk->chk_anchor, &ex_t, &ppm_t);
+  int step = tkc_off_rate(b, w, bk->chk_tight, &ex, &ppm);
+  int total = tkc_off_rate(b, w, bk->chk_anchor, &ex_t, &ppm_t);
   /* the previous sample too, when it was not tight enough to be the
    * reference: where every bracket is wide the tight one stays at
    * publication, and a step would hide in the stated rate's share of all
    * the time since */
   tkc_bracket prev = bk->chk_prev;
-  int last = prev.mid != bk->chk_tight.mid && tkc_off_rate(s, b, w, prev, &ex_p, &ppm_p);
+  int last = prev.mid != bk->chk_tight.mid && tkc_off_rate(b, w, prev, &ex_p, &ppm_p);
   uint64_t hi = tkc_map(s, b.mid + b.width / 2);
   tkc_bracket ref = bk->chk_tight;
   if (b.width != UINT64_MAX && (double)tickclock_conv_ticks_to_ns(&s->src_conv, b.width) <=
                                    TICKCLOCK_REVALIDATE_RESOLUTION_NS)
     bk->chk_tight = b;
   if (!step && !total && !last) return 0;
-  if (step) tkc_note_break(tkc_map(s, ref.mid - ref.width / 2), hi, (uint64_t)ex + 1);
-  if (total)
-    tkc_note_break(tkc_map(s, bk->chk_anchor.mid - bk->chk_anchor.width / 2), hi,
-                   (uint64_t)ex_t + 1);
+  if (step) tkc_break_from(s, ref, hi, ex);
+  if (total) tkc_break_from(s, bk->chk_anchor, hi, ex_t);
   if (last) {
-    tkc_note_break(tkc_map(s, prev.mid - prev.width / 2), hi, (uint64_t)ex_p + 1);
+    tkc_break_from(s, prev, hi, ex_p);
     if (ex_p > ex) ex = ex_p;
     if (ppm_p > ppm) ppm = ppm_p;
   }
@@ -354,8 +359,7 @@ int tkc_revalidate_locked(int with_io) {
     if (!tkc_drifted(&bk->loose_conv, bk->loose_ppm, b, w, ref, &dc, &dr, &bound)) continue;
     /* what the counter did in the window looked at stays with the
      * durations that meet it */
-    tkc_note_break(tkc_map(s, ref.mid - ref.width / 2), tkc_map(s, b.mid + b.width / 2),
-                   (uint64_t)((dc > dr ? dc - dr : dr - dc) + w) + 1);
+    tkc_break_from(s, ref, tkc_map(s, b.mid + b.width / 2), (dc > dr ? dc - dr : dr - dc) + w);
     tkc_fmt(why, sizeof why,
             step ? "counter stepped %.0f ns against CLOCK_MONOTONIC_RAW's %.0f ns since "
                    "the previous check (bound %.0f ns)"

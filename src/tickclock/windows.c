@@ -81,33 +81,37 @@ static int tkc_ring_meet(const tkc_ring *r, uint64_t lo, uint64_t hi, uint64_t *
   return found;
 }
 
-static void tkc_ring_reset(tkc_ring *r) {
+/* The writer's section (lock held): an odd sequence count while it lasts,
+ * so a reader between two loads of an even one saw none of it. */
+static unsigned tkc_ring_open(tkc_ring *r) {
   unsigned seq = TKC_LOAD_RELAXED(&r->seq);
   TKC_STORE_RELEASE(&r->seq, seq + 1u);
-  TKC_STORE_RELEASE(&r->n, 0u);
-  if (r == &tkc_susp_ring) {
-    TKC_STORE_RELEASE(&tkc_last_lo, (uint64_t)0);
-    TKC_STORE_RELEASE(&tkc_last_susp, UINT64_MAX);
-  }
-  TKC_STORE_RELEASE(&r->seq, seq + 2u);
+  return seq;
 }
+static void tkc_ring_close(tkc_ring *r, unsigned seq) { TKC_STORE_RELEASE(&r->seq, seq + 2u); }
 
 /* ---- suspends ----------------------------------------------------------- */
 void tkc_note_sample(uint64_t lo, uint64_t hi, uint64_t susp) {
   tkc_ring *r = &tkc_susp_ring;
   uint64_t prev_lo = TKC_LOAD_RELAXED(&tkc_last_lo);
   uint64_t prev_susp = TKC_LOAD_RELAXED(&tkc_last_susp);
-  unsigned seq = TKC_LOAD_RELAXED(&r->seq);
+  unsigned seq;
   if (susp == UINT64_MAX) return; /* unknown: the previous one stays the reference */
-  TKC_STORE_RELEASE(&r->seq, seq + 1u);
+  seq = tkc_ring_open(r);
   if (tkc_suspend_between(prev_susp, susp) && susp > prev_susp)
     tkc_ring_push(r, prev_lo, hi, susp - prev_susp);
   TKC_STORE_RELEASE(&tkc_last_lo, lo);
   TKC_STORE_RELEASE(&tkc_last_susp, susp);
-  TKC_STORE_RELEASE(&r->seq, seq + 2u);
+  tkc_ring_close(r, seq);
 }
 
-void tkc_suspends_reset(void) { tkc_ring_reset(&tkc_susp_ring); }
+void tkc_suspends_reset(void) {
+  unsigned seq = tkc_ring_open(&tkc_susp_ring);
+  TKC_STORE_RELEASE(&tkc_susp_ring.n, 0u);
+  TKC_STORE_RELEASE(&tkc_last_lo, (uint64_t)0);
+  TKC_STORE_RELEASE(&tkc_last_susp, UINT64_MAX);
+  tkc_ring_close(&tkc_susp_ring, seq);
+}
 
 int tkc_suspends_in(uint64_t lo, uint64_t hi, int read_now, uint64_t *slept) {
   const tkc_ring *r = &tkc_susp_ring;
@@ -140,14 +144,16 @@ int tkc_suspends_in(uint64_t lo, uint64_t hi, int read_now, uint64_t *slept) {
 
 /* ---- breaks ------------------------------------------------------------- */
 void tkc_note_break(uint64_t lo, uint64_t hi, uint64_t excess_ns) {
-  tkc_ring *r = &tkc_break_ring;
-  unsigned seq = TKC_LOAD_RELAXED(&r->seq);
-  TKC_STORE_RELEASE(&r->seq, seq + 1u);
-  tkc_ring_push(r, lo, hi, excess_ns);
-  TKC_STORE_RELEASE(&r->seq, seq + 2u);
+  unsigned seq = tkc_ring_open(&tkc_break_ring);
+  tkc_ring_push(&tkc_break_ring, lo, hi, excess_ns);
+  tkc_ring_close(&tkc_break_ring, seq);
 }
 
-void tkc_breaks_reset(void) { tkc_ring_reset(&tkc_break_ring); }
+void tkc_breaks_reset(void) {
+  unsigned seq = tkc_ring_open(&tkc_break_ring);
+  TKC_STORE_RELEASE(&tkc_break_ring.n, 0u);
+  tkc_ring_close(&tkc_break_ring, seq);
+}
 
 int tkc_breaks_in(uint64_t lo, uint64_t hi, uint64_t *excess_ns) {
   const tkc_ring *r = &tkc_break_ring;
