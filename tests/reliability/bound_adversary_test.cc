@@ -533,6 +533,20 @@ TEST_CASE("a step where every bracket is wide is found against the previous samp
     }
 }
 
+// From initialisation: 2 s, +15 ppm, then six suspends of 3 to 18 ms
+// 0.7 s apart with a 7 us step after the fourth, and 2 s more.
+static void suspends_after_a_change(Line &l) {
+  l.start();
+  l.run(UINT64_C(2000000000));
+  l.rate_change(15);
+  for (int k = 0; k < 6; k++) {
+    l.run(UINT64_C(700000000));
+    l.w.suspend(UINT64_C(3000000) * (k + 1));
+    if (k == 3) l.w.offset += l.w.ticks(7000);
+  }
+  l.run(UINT64_C(2000000000));
+}
+
 // Suspends of 3 to 18 ms after a +15 ppm change, a 7 us step among them,
 // the counter counting them or not, narrow and wide brackets; and a
 // suspend inside the cross-check of a leaf 0x15 30 ppm off.
@@ -543,15 +557,7 @@ TEST_CASE("suspends across a rate change and a step, and inside a refused cross-
       Line l;
       l.w.counts_in_suspend = counts;
       l.w.os_cost_ns = cost;
-      l.start();
-      l.run(UINT64_C(2000000000));
-      l.rate_change(15);
-      for (int k = 0; k < 6; k++) {
-        l.run(UINT64_C(700000000));
-        l.w.suspend(UINT64_C(3000000) * (k + 1));
-        if (k == 3) l.w.offset += l.w.ticks(7000);
-      }
-      l.run(UINT64_C(2000000000));
+      suspends_after_a_change(l);
       Verdict v = judge(l);
       report(("suspend counts " + std::to_string(counts) + " cost " + std::to_string(cost)).c_str(),
              l, v);
@@ -662,15 +668,7 @@ TEST_CASE("a rate change the checks cannot see before a suspend stays in the bou
       }
       l.w.counts_in_suspend = counts;
       l.w.os_cost_ns = 500;
-      l.start();
-      l.run(UINT64_C(2000000000));
-      l.rate_change(15);
-      for (int k = 0; k < 6; k++) {
-        l.run(UINT64_C(700000000));
-        l.w.suspend(UINT64_C(3000000) * (k + 1));
-        if (k == 3) l.w.offset += l.w.ticks(7000);
-      }
-      l.run(UINT64_C(2000000000));
+      suspends_after_a_change(l);
       Verdict v = judge(l);
       report(("stated " + std::to_string(stated) + ", suspend counts " + std::to_string(counts) +
               ", clock read 500 ns")
