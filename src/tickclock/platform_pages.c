@@ -149,6 +149,12 @@ static int tkc_readable(uintptr_t addr, size_t n) {
   return w == (ssize_t)n;
 }
 
+/* A field of a page another writer (the host) changes under us, read as
+ * an atomic load: the version check around the reads is what makes them
+ * consistent, and an atomic load makes the race it settles a defined one
+ * (ThreadSanitizer sees the writer of the native test as one too). */
+#define TKC_PV_LOAD(type, b, off) __atomic_load_n((const volatile type *)((b) + (off)), __ATOMIC_RELAXED)
+
 /* One consistent read of a page at addr: the version (Hyper-V: sequence)
  * is even and the same before and after the fields. 0 if the host kept
  * writing it. */
@@ -157,24 +163,24 @@ int tkc_pv_read_at(uintptr_t addr, int kind, tickclock_pvclock_page *pv) {
   for (tries = 0; tries < 1000; tries++) {
     const volatile unsigned char *b = (const volatile unsigned char *)addr;
     if (kind == TKC_PV_KVM) {
-      uint32_t v1 = *(const volatile uint32_t *)b, v2;
+      uint32_t v1 = TKC_PV_LOAD(uint32_t, b, 0), v2;
       __atomic_thread_fence(__ATOMIC_ACQUIRE);
-      pv->tsc_timestamp = *(const volatile uint64_t *)(b + 8);
-      pv->system_time = *(const volatile uint64_t *)(b + 16);
-      pv->mul = *(const volatile uint32_t *)(b + 24);
-      pv->shift = *(const volatile int8_t *)(b + 28);
-      pv->flags = *(const volatile uint8_t *)(b + 29);
+      pv->tsc_timestamp = TKC_PV_LOAD(uint64_t, b, 8);
+      pv->system_time = TKC_PV_LOAD(uint64_t, b, 16);
+      pv->mul = TKC_PV_LOAD(uint32_t, b, 24);
+      pv->shift = TKC_PV_LOAD(int8_t, b, 28);
+      pv->flags = TKC_PV_LOAD(uint8_t, b, 29);
       __atomic_thread_fence(__ATOMIC_ACQUIRE);
-      v2 = *(const volatile uint32_t *)b;
+      v2 = TKC_PV_LOAD(uint32_t, b, 0);
       pv->version = v1;
       if (v1 == v2 && !(v1 & 1u)) return 1;
     } else {
-      uint32_t s1 = *(const volatile uint32_t *)b, s2;
+      uint32_t s1 = TKC_PV_LOAD(uint32_t, b, 0), s2;
       __atomic_thread_fence(__ATOMIC_ACQUIRE);
-      pv->scale = *(const volatile uint64_t *)(b + 8);
-      pv->offset = *(const volatile int64_t *)(b + 16);
+      pv->scale = TKC_PV_LOAD(uint64_t, b, 8);
+      pv->offset = TKC_PV_LOAD(int64_t, b, 16);
       __atomic_thread_fence(__ATOMIC_ACQUIRE);
-      s2 = *(const volatile uint32_t *)b;
+      s2 = TKC_PV_LOAD(uint32_t, b, 0);
       pv->sequence = s1;
       if (s1 == s2) return 1;
     }
