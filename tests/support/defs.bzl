@@ -16,7 +16,7 @@ def doctest_test(name, srcs, deps = ["//src/tickclock:internal"], size = "small"
         **kwargs
     )
 
-def core_compiled_in_test(name, srcs, copts = [], **kwargs):
+def core_compiled_in_test(name, srcs, copts = [], deps = [], **kwargs):
     """A doctest suite with the core's sources compiled into the test binary.
 
     For flags that must reach the core itself (-fsanitize=thread, the fake
@@ -27,7 +27,7 @@ def core_compiled_in_test(name, srcs, copts = [], **kwargs):
         name = name,
         srcs = srcs + ["//src/tickclock:core_files"],
         copts = copts + ["-D_GNU_SOURCE", "-Isrc/tickclock"],
-        deps = [],
+        deps = deps,
         **kwargs
     )
 
