@@ -261,16 +261,31 @@ void tkc_refine_locked(int may_alloc) {
     tkc_refine_restart(s);
     return;
   }
+  if (rf->hold_only) {
+    /* measured for the checks only, s stays as wide as it was: the rate
+     * they hold the counter to is the earlier figure, and one that
+     * disagrees with it beyond both bounds averaged a change (a step the
+     * next check has not seen yet) */
+    const tkc_check_book *bk = tkc_checks();
+    double h = tkc_ppm(c.hz_num, c.hz_den, bk->held_conv.hz_num, bk->held_conv.hz_den);
+    if (h > bk->held_ppm + c.uncertainty_ppm || -h > bk->held_ppm + c.uncertainty_ppm) {
+      tkc_refine_restart(s);
+      return;
+    }
+  }
   /* a published rate restated after a break: confirmed from the
    * restatement's own bracket, it is stated as tight as this measurement
    * shows it (never tighter than its source claims), so the rate check
    * holds the counter to it closely again and later steps of the same
    * size are breaks again */
   u = tkc_confirm(s, &c, off);
+  if (rf->hold_only) u = s->uncertainty_ppm; /* held to, nothing published */
   if (s->freq_method != TICKCLOCK_FREQ_CALIBRATED && tkc_narrow_stated(s, &c, u, may_alloc)) return;
-  /* no better, or a published source the rank prefers while it agrees:
-   * measure further on */
-  if (c.uncertainty_ppm >= s->uncertainty_ppm || s->freq_method != TICKCLOCK_FREQ_CALIBRATED) {
+  /* no better, a published source the rank prefers while it agrees, or a
+   * calibration the caller asked for (held to, never published): measure
+   * further on */
+  if (rf->hold_only || c.uncertainty_ppm >= s->uncertainty_ppm ||
+      s->freq_method != TICKCLOCK_FREQ_CALIBRATED) {
     rf->at_ns = rf->cal_first.start_ns + 4 * c.ns;
     if (c.ns >= TKC_REFINE_UNTIL_NS) rf->on = 0;
     rf->at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks), rf->at_ns - (c.start_ns + c.ns));

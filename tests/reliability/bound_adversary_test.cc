@@ -689,6 +689,57 @@ TEST_CASE("a rate change the checks cannot see before a suspend stays in the bou
 
 // ---- a hostile review's scenarios ------------------------------------------
 
+// The checks hold the counter to a rate within a tolerance (the held
+// rate's uncertainty over the time since the last tight sample, plus the
+// brackets' half-widths): a step smaller than that tolerance but larger
+// than what the header leaves out (RESOLUTION_NS per check period) must
+// still end in the bound. Steps of +-x every 2.1 s (one per check period,
+// the total back to 0 every other step), x 0.6 of the stated rate's share
+// of a check period. A calibration the caller asked for is never refined,
+// and was the rate the checks held the counter to, with its own
+// uncertainty (2, 5, 20 ms: 18.8, 7.5, 1.9 ppm here): 395 of 23 748
+// durations outside their bound in each, by up to 11 064, 4 408, 1 081 ns,
+// no flag. It is now measured on for the checks alone; a measurement that
+// disagrees with the held rate beyond both bounds (it ended after a step
+// the next check had not seen: 20 of 23 748 outside without that) starts
+// again.
+static void alternating_steps(Line &l, int64_t x, int n) {
+  for (int k = 0; k < n; k++) {
+    l.run(UINT64_C(2100000000));
+    l.w.offset += l.w.ticks(k % 2 ? -x : x);
+  }
+  l.run(UINT64_C(2000000000));
+}
+
+TEST_CASE("a calibration the caller asked for: a step within its uncertainty is found") {
+  if (fake::no_counter("the adversarial bound suite")) return;
+  for (uint32_t ms : {2u, 5u, 20u}) {
+    CAPTURE(ms);
+    Line l;
+    tickclock_config cfg = {TICKCLOCK_SOURCE_AUTO, ms, 0};
+    l.start(TICKCLOCK_CHECK_DEFAULT_MS, &cfg);
+    unsigned gen = tickclock_info_get()->generation;
+    l.run(UINT64_C(3000000000));
+    const tickclock_info *s = tickclock_info_get();
+    // the calibration asked for is never refined (tickclock_config)
+    CHECK(s->generation == gen);
+    double share = s->uncertainty_ppm * 1e-6 * 1e9 * TICKCLOCK_CHECK_DEFAULT_MS / 1000.0;
+    int64_t x = (int64_t)(0.6 * share);
+    MESSAGE("calibration " << ms << " ms: +-" << s->uncertainty_ppm << " ppm, steps of " << x
+                           << " ns");
+    if ((double)x <= 2 * TICKCLOCK_REVALIDATE_RESOLUTION_NS) {
+      MESSAGE("the stated uncertainty hides no step the header counts: not judged");
+      continue;
+    }
+    alternating_steps(l, x, 6);
+    Verdict v = judge(l);
+    report(("asked calibration " + std::to_string(ms) + " ms, steps " + std::to_string(x)).c_str(),
+           l, v);
+    CHECK(v.violations == 0);
+    CHECK(v.repeat_moved == 0);
+  }
+}
+
 // A rate the CPU states a few ppm off the counter's: the first check finds
 // it and restates to |off| plus the brackets' half-widths over the check
 // period; the refinement's confirmation from there measures |off| plus its
