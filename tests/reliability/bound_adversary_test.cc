@@ -771,6 +771,155 @@ TEST_CASE("a stated rate a few ppm off from the start, then a step against it") 
       }
 }
 
+// After a restatement the refinement confirms the stated rate from the
+// restatement's bracket: the counter changes its rate inside that
+// baseline, by less than the restated uncertainty.
+TEST_CASE("a rate change during the refinement that confirms a restated stated rate") {
+  if (fake::x86_only("leaf 0x15")) return;
+  for (uint64_t after_ms : {2, 30, 300, 900})
+    for (double ppm : {2.0, -2.0}) {
+      CAPTURE(after_ms);
+      CAPTURE(ppm);
+      Line l;
+      l.stated();
+      l.start();
+      l.run(UINT64_C(2000000000));
+      l.w.offset += l.w.ticks(3000);
+      int waited = 0;
+      while (std::string(tickclock_info_get()->why).find("; restated") == std::string::npos &&
+             waited++ < 200)
+        l.run(UINT64_C(10000000));
+      REQUIRE(std::string(tickclock_info_get()->why).find("; restated") != std::string::npos);
+      l.run(after_ms * UINT64_C(1000000));
+      l.rate_change(ppm);
+      l.run(UINT64_C(6000000000));
+      Verdict v = judge(l);
+      report(("restated, " + std::to_string(ppm) + " ppm " + std::to_string(after_ms) + " ms later")
+                 .c_str(),
+             l, v);
+      CHECK(v.violations == 0);
+      CHECK(v.repeat_moved == 0);
+    }
+}
+
+// The refinement's publications use up the ready slots (nothing here
+// calls a function that tops them up): a break's restatement, and the
+// refinement after it, find none. The checks hold the counter to what was
+// measured all the same.
+TEST_CASE("breaks while no slot is ready, then a held rate and a suspend") {
+  if (fake::no_counter("the adversarial bound suite")) return;
+  for (int counts = 0; counts <= 1; counts++)
+    for (double ppm : {4.0, -4.0}) {
+      CAPTURE(counts);
+      CAPTURE(ppm);
+      Line l;
+      l.w.counts_in_suspend = counts;
+      l.start();
+      l.run(UINT64_C(5000000000));
+      l.w.offset += l.w.ticks(5000);
+      l.run(UINT64_C(100000000));
+      l.rate_change(ppm);
+      l.run(UINT64_C(3000000000));
+      l.rate_change(2 * ppm);  // rate_change sets the rate against the first one
+      l.run(UINT64_C(2500000000));
+      l.w.offset += l.w.ticks(900);
+      l.run(UINT64_C(300000000));
+      l.w.suspend(UINT64_C(20000000));
+      l.run(UINT64_C(3000000000));
+      Verdict v = judge(l);
+      report(("no slot, " + std::to_string(ppm) + " ppm, then twice that, suspend counts " +
+              std::to_string(counts))
+                 .c_str(),
+             l, v);
+      CHECK(v.violations == 0);
+      CHECK(v.repeat_moved == 0);
+    }
+}
+
+// A stated rate confirmed tight after a restatement (the held rate the
+// refinement measured), then a step just before a suspend: the check
+// after the suspend compares nothing across it but the span since the
+// last tight sample.
+TEST_CASE("a held rate adopted, then a step just before a suspend") {
+  if (fake::x86_only("leaf 0x15")) return;
+  for (int counts = 0; counts <= 1; counts++)
+    for (int64_t x : {600, -600, 3000}) {
+      CAPTURE(counts);
+      CAPTURE(x);
+      Line l;
+      l.stated();
+      l.w.counts_in_suspend = counts;
+      l.start();
+      l.run(UINT64_C(2000000000));
+      l.w.offset += l.w.ticks(2000);
+      l.run(UINT64_C(2600000000));
+      l.w.offset += l.w.ticks(x);
+      l.run(UINT64_C(5000000));
+      l.w.suspend(UINT64_C(50000000));
+      l.run(UINT64_C(3000000000));
+      Verdict v = judge(l);
+      report(("held, step " + std::to_string(x) + " before a suspend, counts " +
+              std::to_string(counts))
+                 .c_str(),
+             l, v);
+      CHECK(v.violations == 0);
+    }
+}
+
+// Restatements interleaved with re-initialisations (each a new decision on
+// the same stated rate, its cross-check and refinement from the start).
+TEST_CASE("repeated restatements interleaved with re-initialisations on a stated rate") {
+  if (fake::x86_only("leaf 0x15")) return;
+  Line l;
+  l.stated();
+  l.start();
+  l.run(UINT64_C(1500000000));
+  for (int k = 0; k < 8; k++) {
+    l.w.offset += l.w.ticks(k % 2 ? -3000 : 3000);
+    l.run(UINT64_C(1200000000));
+    if (k % 3 == 2) l.rate_change(k % 2 ? -1.5 : 1.5);
+    CHECK(tickclock_init(NULL) == TICKCLOCK_OK);
+    l.run(UINT64_C(700000000));
+  }
+  l.run(UINT64_C(2000000000));
+  Verdict v = judge(l);
+  report("restatements and re-initialisations", l, v);
+  CHECK(v.violations == 0);
+  CHECK(v.repeat_moved == 0);
+}
+
+// Where every bracket is wide (500 ns clock reads) no sample becomes the
+// tight reference after the last publication: a step just before a
+// suspend, 20 s on, against a check across the suspend (which compares
+// the counter from that reference only).
+TEST_CASE("500 ns clock reads: a step just before a suspend, long after the last tight sample") {
+  if (fake::x86_only("leaf 0x15")) return;
+  for (int stated = 0; stated <= 1; stated++)
+    for (int counts = 0; counts <= 1; counts++)
+      for (int64_t x : {8000, -8000}) {
+        CAPTURE(stated);
+        CAPTURE(counts);
+        CAPTURE(x);
+        Line l;
+        if (stated) l.stated();
+        l.w.os_cost_ns = 500;
+        l.w.counts_in_suspend = counts;
+        l.start();
+        l.run(UINT64_C(20000000000));
+        if (tickclock_info_get()->source == TICKCLOCK_SOURCE_SYSTEM) continue;
+        l.w.offset += l.w.ticks(x);
+        l.run(UINT64_C(5000000));
+        l.w.suspend(UINT64_C(50000000));
+        l.run(UINT64_C(3000000000));
+        Verdict v = judge(l);
+        report(("clock read 500 ns, stated " + std::to_string(stated) + ", step " +
+                std::to_string(x) + " before a suspend, counts " + std::to_string(counts))
+                   .c_str(),
+               l, v);
+        CHECK(v.violations == 0);
+      }
+}
+
 // The same with a 2 s check period, a step 10 s in: the restatement's
 // |off| + 0.018 ppm lies under the confirmation's |off| + 0.037, and for
 // good (the refinement ends at 1 s): a 4 us step against a 3 ppm offset
