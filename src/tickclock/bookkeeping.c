@@ -170,8 +170,8 @@ void tkc_refusals_copy(tickclock_evidence *ev) {
 void tkc_refusals_reset(void) { tkc_n_refusals = 0; }
 
 /* ---- the refinement's schedule ----------------------------------------- */
-static tkc_refine_book tkc_rf = {0, 0, {0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0, 0, 0, 0},
-                                 0, 0, UINT64_MAX};
+static tkc_refine_book tkc_rf = {0, 0,         {0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0, 0, 0, 0}, 0, 0,
+                                 0, UINT64_MAX};
 /* The evidence behind a state whose published frequency awaits its
  * cross-check: the first refinement decides again from it. */
 static tickclock_evidence tkc_pending_ev;
@@ -188,6 +188,7 @@ void tkc_refine_reset(void) {
   tkc_rf.on = 0;
   tkc_rf.deferred = 0;
   tkc_rf.from_next = 0;
+  tkc_rf.hold_only = 0;
   tkc_rf.at = UINT64_MAX;
 }
 
@@ -214,12 +215,15 @@ int tkc_refine_deferred(void) { return tkc_rf.deferred; }
  * from the publication's own bracket (tkc_refine_published fills cal_first
  * then), and once it passed (cross_checked) checked again on the same
  * growing baselines up to 1 s; one of a length the caller asked for
- * (calibration_ms) stays as it is. */
+ * (calibration_ms) stays as it is, but is measured on all the same for
+ * the checks (hold_only): held to its own uncertainty (7.5 ppm after 5 ms
+ * between 35 ns brackets), a 1 s check period would hide a 7 us step. */
 void tkc_refine_plan(const tickclock_info *fresh, const tickclock_evidence *ev, int asked_ms,
                      int cross_checked) {
   tkc_rf.on = 0;
   tkc_rf.deferred = 0;
   tkc_rf.from_next = 0;
+  tkc_rf.hold_only = 0;
   if (fresh->freq_pending_check) {
     /* its evidence is kept once it is published (tkc_publish_planned): a
      * decision that fails to publish must not become the live state's */
@@ -227,10 +231,11 @@ void tkc_refine_plan(const tickclock_info *fresh, const tickclock_evidence *ev, 
     tkc_rf.from_next = 1;
     tkc_rf.on = 1;
   } else if ((fresh->freq_method == TICKCLOCK_FREQ_CALIBRATED || cross_checked) && ev->cal.ok &&
-             !asked_ms && ev->cal.ns < TKC_REFINE_UNTIL_NS) {
+             ev->cal.ns < TKC_REFINE_UNTIL_NS) {
     tkc_rf.cal_first = ev->cal;
     tkc_rf.at_ns = ev->cal.start_ns + 4 * ev->cal.ns;
     tkc_rf.on = 1;
+    tkc_rf.hold_only = asked_ms != 0;
   }
 }
 

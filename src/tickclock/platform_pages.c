@@ -153,7 +153,8 @@ static int tkc_readable(uintptr_t addr, size_t n) {
  * an atomic load: the version check around the reads is what makes them
  * consistent, and an atomic load makes the race it settles a defined one
  * (ThreadSanitizer sees the writer of the native test as one too). */
-#define TKC_PV_LOAD(type, b, off) __atomic_load_n((const volatile type *)((b) + (off)), __ATOMIC_RELAXED)
+#define TKC_PV_LOAD(type, b, off) \
+  __atomic_load_n((const volatile type *)((b) + (off)), __ATOMIC_RELAXED)
 
 /* One consistent read of a page at addr: the version (Hyper-V: sequence)
  * is even and the same before and after the fields. 0 if the host kept

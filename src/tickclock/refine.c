@@ -159,14 +159,26 @@ static double tkc_confirm(const tickclock_info *s, const tickclock_calibration *
 
 /* A published rate s restated wider after a break, confirmed to u by the
  * calibration c measured since the restatement: when that is tighter than
- * s states, s is published again at the same rate with it. 1 when it
- * published (or waits for a slot to). */
+ * s states, s is published again at the same rate with it. When c lies
+ * within what s states and only c's own bound reaches past it (a rate
+ * stated a few ppm off the counter's: the restatement measured the offset
+ * over a check period to the brackets' half-widths, c over its baseline
+ * to a little more), s is published with u all the same, and the checks
+ * hold the counter to c from then on: held to the stated rate, a step
+ * against the offset of up to twice it per check period would pass. 1
+ * when it published (or waits for a slot to). */
 static int tkc_narrow_stated(const tickclock_info *s, const tickclock_calibration *c, double u,
                              int may_alloc) {
+  tkc_check_book *bk = tkc_checks();
   tickclock_info *fresh = &tkc_refined;
+  double off = tkc_ppm(c->hz_num, c->hz_den, s->hz_num, s->hz_den);
+  double cu =
+      c->uncertainty_ppm < TKC_MIN_UNCERTAINTY_PPM ? TKC_MIN_UNCERTAINTY_PPM : c->uncertainty_ppm;
+  int wider = u > s->uncertainty_ppm;
   char *mark;
   size_t len;
-  if (tkc_claimed_ppm(s) < 0 || u >= s->uncertainty_ppm) return 0;
+  if (tkc_claimed_ppm(s) < 0 || u == s->uncertainty_ppm) return 0;
+  if (wider && ((off < 0 ? -off : off) > s->uncertainty_ppm || cu >= bk->held_ppm)) return 0;
   memcpy(fresh, s, sizeof *fresh);
   fresh->uncertainty_ppm = u;
   fresh->baseline_ns = c->ns;
@@ -176,6 +188,11 @@ static int tkc_narrow_stated(const tickclock_info *s, const tickclock_calibratio
   tkc_fmt(fresh->why + len, sizeof fresh->why - len,
           "; confirmed +-%.3f ppm by %.6f MHz over %.3f s", u, c->hz / 1e6, (double)c->ns / 1e9);
   tkc_publish_refined(fresh, s, c, may_alloc);
+  if (wider && tkc_published() != s &&
+      tickclock_conv_init(&bk->held_conv, c->hz_num, c->hz_den) == TICKCLOCK_OK) {
+    bk->held_ppm = cu;
+    bk->held_base_ppm = u;
+  }
   return 1;
 }
 
@@ -244,16 +261,31 @@ void tkc_refine_locked(int may_alloc) {
     tkc_refine_restart(s);
     return;
   }
+  if (rf->hold_only) {
+    /* measured for the checks only, s stays as wide as it was: the rate
+     * they hold the counter to is the earlier figure, and one that
+     * disagrees with it beyond both bounds averaged a change (a step the
+     * next check has not seen yet) */
+    const tkc_check_book *bk = tkc_checks();
+    double h = tkc_ppm(c.hz_num, c.hz_den, bk->held_conv.hz_num, bk->held_conv.hz_den);
+    if (h > bk->held_ppm + c.uncertainty_ppm || -h > bk->held_ppm + c.uncertainty_ppm) {
+      tkc_refine_restart(s);
+      return;
+    }
+  }
   /* a published rate restated after a break: confirmed from the
    * restatement's own bracket, it is stated as tight as this measurement
    * shows it (never tighter than its source claims), so the rate check
    * holds the counter to it closely again and later steps of the same
    * size are breaks again */
   u = tkc_confirm(s, &c, off);
+  if (rf->hold_only) u = s->uncertainty_ppm; /* held to, nothing published */
   if (s->freq_method != TICKCLOCK_FREQ_CALIBRATED && tkc_narrow_stated(s, &c, u, may_alloc)) return;
-  /* no better, or a published source the rank prefers while it agrees:
-   * measure further on */
-  if (c.uncertainty_ppm >= s->uncertainty_ppm || s->freq_method != TICKCLOCK_FREQ_CALIBRATED) {
+  /* no better, a published source the rank prefers while it agrees, or a
+   * calibration the caller asked for (held to, never published): measure
+   * further on */
+  if (rf->hold_only || c.uncertainty_ppm >= s->uncertainty_ppm ||
+      s->freq_method != TICKCLOCK_FREQ_CALIBRATED) {
     rf->at_ns = rf->cal_first.start_ns + 4 * c.ns;
     if (c.ns >= TKC_REFINE_UNTIL_NS) rf->on = 0;
     rf->at = tkc_after(s, tkc_map(s, c.start_mid + c.ticks), rf->at_ns - (c.start_ns + c.ns));

@@ -200,6 +200,10 @@ typedef struct tkc_refine_book {
   tickclock_calibration cal_first; /* the calibration refinements start from */
   int from_next;                   /* cal_first starts at the next publication's
                                       bracket (tkc_refine_published), once */
+  int hold_only;                   /* measures for the checks only (the rate
+                                      they hold the counter to), publishes
+                                      nothing: a calibration the caller asked
+                                      for stays as it is */
   uint64_t at_ns;                  /* raw clock of the next refinement */
   uint64_t at;                     /* ... in unit ticks */
 } tkc_refine_book;

@@ -14,7 +14,8 @@ typedef struct tickclock_config {
                               bound exceeds 50 ppm); either is cross-checked
                               or refined later on a growing baseline; N =
                               one blocking calibration of N ms first, never
-                              refined; <= 1000 */
+                              refined (the rate check measures on, for the
+                              rate it holds the counter to); <= 1000 */
   uint32_t flags;          /* reserved, 0 */
 } tickclock_config;
 
