@@ -153,8 +153,15 @@ static int tkc_readable(uintptr_t addr, size_t n) {
  * an atomic load: the version check around the reads is what makes them
  * consistent, and an atomic load makes the race it settles a defined one
  * (ThreadSanitizer sees the writer of the native test as one too). */
+#if defined(__LP64__)
 #define TKC_PV_LOAD(type, b, off) \
   __atomic_load_n((const volatile type *)((b) + (off)), __ATOMIC_RELAXED)
+#else
+/* 32-bit: an 8-byte type is 4-byte aligned there, and an atomic load of
+ * one is a misaligned (or libatomic) operation; a volatile read, which
+ * the version check settles all the same (ThreadSanitizer is 64-bit) */
+#define TKC_PV_LOAD(type, b, off) (*(const volatile type *)((b) + (off)))
+#endif
 
 /* One consistent read of a page at addr: the version (Hyper-V: sequence)
  * is even and the same before and after the fields. 0 if the host kept
