@@ -137,8 +137,17 @@ struct SwitchProbe {
 // plus 5 us. Measured on the development host: under 3 us.
 void expect_trusted_switch_step(const char *what, int64_t step, uint64_t span_ns) {
   double allow = 5000.0 + 100e-6 * (double)span_ns;
+  const char *emulated = getenv("TICKCLOCK_EMULATED");
   fprintf(stderr, "%s: forward step %lld ns over a %llu ns switch (allowed %.0f)\n", what,
           (long long)step, (unsigned long long)span_ns, allow);
+  // Under QEMU user mode another ISA's counter is the emulator's own
+  // rendering of the host's time: re-calibrations of it stepped 12-31 us
+  // over 50 ms (riscv64's time CSR, s390x's TOD), which no CPU counter
+  // does; the step is printed and not judged there.
+  if (emulated != nullptr && *emulated != '\0') {
+    fprintf(stderr, "%s: the step is not judged under %s\n", what, emulated);
+    return;
+  }
   if (!((double)step <= allow)) {
     fprintf(stderr, "child: %s stepped %lld ns forward\n", what, (long long)step);
     _exit(14);

@@ -164,4 +164,8 @@ if [ "${TICKCLOCK_RUNNER_PRINT:-0}" = 1 ]; then
   printf '%q ' env -u QEMU_LD_PREFIX "${cmd[@]}"; echo
   exit 0
 fi
+# The program runs under the emulator: a test that judges the counter's own
+# rate against the host's clock reads this (QEMU's counter for another ISA
+# is its own emulation of one, not a CPU's).
+export TICKCLOCK_EMULATED="qemu-$arch"
 exec "${cmd[@]}" "$@"
