@@ -149,7 +149,10 @@
  *    then left alone until the deadline moves (a reading converted after
  *    the next deadline moves it). So what is due runs at most once per
  *    deadline whatever the ticks, and a reading that later falls among
- *    the ticks seen ahead puts it off by at most 100 ms of counter time.
+ *    the ticks seen ahead puts it off by at most 100 ms of counter time,
+ *    except where the counter itself jumps 50 years or more ahead after
+ *    such a tick was converted: its readings then all fall among the far
+ *    ticks, and only tickclock_revalidate() checks it.
  *    A tick less than 1 ms ahead (a reading from a CPU a little ahead) is
  *    not left alone: it goes out of line each time, for at most 1 ms.
  *    tickclock_revalidate() runs it at once, plus the checks that need I/O
