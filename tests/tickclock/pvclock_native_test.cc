@@ -47,11 +47,12 @@ TEST_CASE("the page reader never returns a torn read while the host writes") {
     for (uint64_t k = 1; !stop.load(std::memory_order_relaxed); k++) {
       put32(&page, 0, ++version);  // odd: writing
       __atomic_thread_fence(__ATOMIC_RELEASE);
-      put64(&page, 8, 3 * k);                           // tsc_timestamp
-      put64(&page, 16, k);                              // system_time
-      put32(&page, 24, (uint32_t)(k * 7 + 1));          // mul
-      page.b[28] = (unsigned char)(int8_t)(k % 5 - 2);  // shift
-      page.b[29] = (unsigned char)(k & 1);              // flags
+      put64(&page, 8, 3 * k);                   // tsc_timestamp
+      put64(&page, 16, k);                      // system_time
+      put32(&page, 24, (uint32_t)(k * 7 + 1));  // mul
+      // shift and flags: atomic byte stores, as the reader's loads are
+      __atomic_store_n(&page.b[28], (unsigned char)(int8_t)(k % 5 - 2), __ATOMIC_RELAXED);
+      __atomic_store_n(&page.b[29], (unsigned char)(k & 1), __ATOMIC_RELAXED);
       __atomic_thread_fence(__ATOMIC_RELEASE);
       put32(&page, 0, ++version);  // even: done
       writes.fetch_add(1, std::memory_order_relaxed);
