@@ -131,6 +131,22 @@ static double tkc_claimed_ppm(const tickclock_info *s) {
   return -1;
 }
 
+/* The bound the checks hold the counter to c's rate with: c's own, never
+ * under the floor every stated uncertainty has. */
+static double tkc_held_bound(const tickclock_calibration *c) {
+  return c->uncertainty_ppm < TKC_MIN_UNCERTAINTY_PPM ? TKC_MIN_UNCERTAINTY_PPM
+                                                      : c->uncertainty_ppm;
+}
+
+/* The checks hold the counter to c's rate from now on, the state's rate
+ * within u of it (what a break restates from). */
+static void tkc_hold_to(const tickclock_calibration *c, double u) {
+  tkc_check_book *bk = tkc_checks();
+  if (tickclock_conv_init(&bk->held_conv, c->hz_num, c->hz_den) != TICKCLOCK_OK) return;
+  bk->held_ppm = tkc_held_bound(c);
+  bk->held_base_ppm = u;
+}
+
 /* The calibration c, off ppm from the rate of s, measured since s's
  * anchor (or the restatement's): the true rate lies within c's bound of c,
  * so within |off| + c's bound of s's rate (never tighter than a published
@@ -142,18 +158,11 @@ static double tkc_claimed_ppm(const tickclock_info *s) {
  * holding the counter to s's rate: they find that as a break and restate
  * wider.) Returns that bound on s's rate. */
 static double tkc_confirm(const tickclock_info *s, const tickclock_calibration *c, double off) {
-  tkc_check_book *bk = tkc_checks();
   double u = (off < 0 ? -off : off) + c->uncertainty_ppm;
   double claim = s->freq_method == TICKCLOCK_FREQ_CALIBRATED ? 0 : tkc_claimed_ppm(s);
-  double cu =
-      c->uncertainty_ppm < TKC_MIN_UNCERTAINTY_PPM ? TKC_MIN_UNCERTAINTY_PPM : c->uncertainty_ppm;
   if (u < claim) u = claim;
   if (u < TKC_MIN_UNCERTAINTY_PPM) u = TKC_MIN_UNCERTAINTY_PPM;
-  if (u <= s->uncertainty_ppm && cu < bk->held_ppm &&
-      tickclock_conv_init(&bk->held_conv, c->hz_num, c->hz_den) == TICKCLOCK_OK) {
-    bk->held_ppm = cu;
-    bk->held_base_ppm = u;
-  }
+  if (u <= s->uncertainty_ppm && tkc_held_bound(c) < tkc_checks()->held_ppm) tkc_hold_to(c, u);
   return u;
 }
 
@@ -169,16 +178,15 @@ static double tkc_confirm(const tickclock_info *s, const tickclock_calibration *
  * when it published (or waits for a slot to). */
 static int tkc_narrow_stated(const tickclock_info *s, const tickclock_calibration *c, double u,
                              int may_alloc) {
-  tkc_check_book *bk = tkc_checks();
   tickclock_info *fresh = &tkc_refined;
   double off = tkc_ppm(c->hz_num, c->hz_den, s->hz_num, s->hz_den);
-  double cu =
-      c->uncertainty_ppm < TKC_MIN_UNCERTAINTY_PPM ? TKC_MIN_UNCERTAINTY_PPM : c->uncertainty_ppm;
   int wider = u > s->uncertainty_ppm;
   char *mark;
   size_t len;
   if (tkc_claimed_ppm(s) < 0 || u == s->uncertainty_ppm) return 0;
-  if (wider && ((off < 0 ? -off : off) > s->uncertainty_ppm || cu >= bk->held_ppm)) return 0;
+  if (wider &&
+      ((off < 0 ? -off : off) > s->uncertainty_ppm || tkc_held_bound(c) >= tkc_checks()->held_ppm))
+    return 0;
   memcpy(fresh, s, sizeof *fresh);
   fresh->uncertainty_ppm = u;
   fresh->baseline_ns = c->ns;
@@ -188,11 +196,7 @@ static int tkc_narrow_stated(const tickclock_info *s, const tickclock_calibratio
   tkc_fmt(fresh->why + len, sizeof fresh->why - len,
           "; confirmed +-%.3f ppm by %.6f MHz over %.3f s", u, c->hz / 1e6, (double)c->ns / 1e9);
   tkc_publish_refined(fresh, s, c, may_alloc);
-  if (wider && tkc_published() != s &&
-      tickclock_conv_init(&bk->held_conv, c->hz_num, c->hz_den) == TICKCLOCK_OK) {
-    bk->held_ppm = cu;
-    bk->held_base_ppm = u;
-  }
+  if (wider && tkc_published() != s) tkc_hold_to(c, u);
   return 1;
 }
 
