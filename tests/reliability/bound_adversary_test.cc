@@ -214,6 +214,25 @@ void report(const char *what, const Line &l, const Verdict &v) {
 
 }  // namespace
 
+// The CPU states the rate (leaf 0x15: a 25 MHz crystal x 100, 2.5 GHz, the
+// fake counter's own rate): the state is published from it, not calibrated.
+static void stated_by_leaf15(Line &l) {
+  l.w.crystal_hz = 25000000;
+  l.w.l15_num = 100;
+  l.w.l15_den = 1;
+}
+
+// From initialisation: twelve steps of st ns of counter time 0.7 s apart,
+// then 2 s more.
+static void steps_every_700ms(Line &l, int64_t st) {
+  l.start();
+  for (int k = 0; k < 12; k++) {
+    l.run(UINT64_C(700000000));
+    l.w.offset += l.w.ticks(st);
+  }
+  l.run(UINT64_C(2000000000));
+}
+
 TEST_CASE("steady counter: every bound holds (the control)") {
   if (fake::no_counter("the adversarial bound suite")) return;
   Line l;
@@ -449,12 +468,7 @@ TEST_CASE("rate changes under 10 and 50 ms check periods, and repeated steps") {
     }
   for (int64_t st : {2000, -2000, 20000}) {
     Line l;
-    l.start();
-    for (int k = 0; k < 12; k++) {
-      l.run(UINT64_C(700000000));
-      l.w.offset += l.w.ticks(st);
-    }
-    l.run(UINT64_C(2000000000));
+    steps_every_700ms(l, st);
     Verdict v = judge(l);
     report(("repeated step " + std::to_string(st)).c_str(), l, v);
     CHECK(v.violations == 0);
@@ -600,15 +614,8 @@ TEST_CASE("a stated rate restated for a step does not hide the later steps") {
   if (fake::x86_only("leaf 0x15")) return;
   for (int64_t st : {2000, 20000}) {
     Line l;
-    l.w.crystal_hz = 25000000;
-    l.w.l15_num = 100;
-    l.w.l15_den = 1;
-    l.start();
-    for (int k = 0; k < 12; k++) {
-      l.run(UINT64_C(700000000));
-      l.w.offset += l.w.ticks(st);
-    }
-    l.run(UINT64_C(2000000000));
+    stated_by_leaf15(l);
+    steps_every_700ms(l, st);
     Verdict v = judge(l);
     report(("published, repeated step " + std::to_string(st)).c_str(), l, v);
     CHECK(v.violations == 0);
@@ -624,9 +631,7 @@ TEST_CASE("a stated rate restated for a step does not hide the later steps") {
 TEST_CASE("a stated rate restated once is confirmed tight again") {
   if (fake::x86_only("leaf 0x15")) return;
   Line l;
-  l.w.crystal_hz = 25000000;
-  l.w.l15_num = 100;
-  l.w.l15_den = 1;
+  stated_by_leaf15(l);
   l.start();
   l.run(UINT64_C(2000000000));
   REQUIRE(tickclock_info_get()->freq_method != TICKCLOCK_FREQ_CALIBRATED);
@@ -668,11 +673,7 @@ TEST_CASE("a rate change the checks cannot see before a suspend stays in the bou
   for (int stated = 0; stated <= 1; stated++)
     for (int counts = 0; counts <= 1; counts++) {
       Line l;
-      if (stated) {
-        l.w.crystal_hz = 25000000;
-        l.w.l15_num = 100;
-        l.w.l15_den = 1;
-      }
+      if (stated) stated_by_leaf15(l);
       l.w.counts_in_suspend = counts;
       l.w.os_cost_ns = 500;
       suspends_after_a_change(l);
