@@ -278,9 +278,16 @@ static double tkc_hall_inv(double x, double b, double c) {
 }
 
 void tickclock_sampler_estimate(const tickclock_sampler *s, tickclock_estimate *e) {
-  double N = (double)tickclock_sampler_count(s), n = (double)s->sampled, var = 0, g = 0;
+  tickclock_sampler_estimate_for(s, tickclock_sampler_count(s), e);
+}
+
+/* The estimate for count executions, of which the durations added to s
+ * are a simple random sample (the sampler's own count, or a stratum's). */
+void tickclock_sampler_estimate_for(const tickclock_sampler *s, uint64_t count,
+                                    tickclock_estimate *e) {
+  double N = (double)count, n = (double)s->sampled, var = 0, g = 0;
   double se = 0, rn, b, c, lo, hi;
-  e->count = tickclock_sampler_count(s);
+  e->count = count;
   e->sampled = s->sampled;
   e->flags = 0;
   if (s->sampled == 0) {

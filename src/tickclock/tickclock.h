@@ -33,7 +33,7 @@
  *   sampling      tickclock_sampler               caller-owned: which
  *                 tickclock_sampler_init(), _should_time() (inline),
  *                 _add(), _count(), _estimate()   executions to time, and
- *                                                 the total with a 95 % CI
+ *                 _estimate_for() (per stratum)   the total with a 95 % CI
  *   control       tickclock_init(cfg)             optional; choose or force
  *                 tickclock_revalidate(), tickclock_revalidate_every(ms)
  *   C++           tickclock.hpp: tickclock::clock (std::chrono), stopwatch

@@ -200,5 +200,21 @@ TICKCLOCK_API double tickclock_sampler_overhead_ns(void);
 /* Executions decided so far (timed or not). */
 TICKCLOCK_API uint64_t tickclock_sampler_count(const tickclock_sampler *s);
 TICKCLOCK_API void tickclock_sampler_estimate(const tickclock_sampler *s, tickclock_estimate *e);
+/* Post-stratification: where each execution falls in one of a few kinds
+ * that the caller can tell for every execution, timed or not, cheaply
+ * (say, whether it read a page), keep one sampler that decides
+ * (tickclock_sampler_should_time) and one per kind that is only given the
+ * durations of that kind's timed executions (tickclock_sampler_add*),
+ * count each kind's executions, and estimate each kind with this: count
+ * executions of which the durations added to s are a random sample. The
+ * kinds' totals add up, and so do their variances (stddev_ns squared).
+ * Where rare, slow executions carry much of the time, the interval is
+ * then as wide as their spread among themselves, no longer as wide as the
+ * chance of how many of them were timed (tests/tickclock/sampler_test:
+ * one execution in 227 taking 177 times the others). A kind with no timed
+ * execution gives total 0 and hi_ns infinite, TOO_FEW. count below the
+ * durations added is taken as their number. */
+TICKCLOCK_API void tickclock_sampler_estimate_for(const tickclock_sampler *s, uint64_t count,
+                                                  tickclock_estimate *e);
 
 #endif /* TICKCLOCK_DURATION_H */

@@ -133,7 +133,8 @@ TEST_CASE("host: AMD EPYC 0x19/0x11 under KVM, clocksource tsc: the TSC by calib
   replay("kvm-amd-epyc-19-11-tsc.cpuid", {"tsc", "calibration", "pass", "yes"});
 }
 
-TEST_CASE("host: AMD EPYC 0x19/0x1 under Firecracker/KVM, clocksource tsc: the TSC by calibration") {
+TEST_CASE(
+    "host: AMD EPYC 0x19/0x1 under Firecracker/KVM, clocksource tsc: the TSC by calibration") {
   // no frequency leaf of any kind (AMD, no 0x40000010, perf page without cap_user_time)
   replay("kvm-amd-epyc-19-01-tsc.cpuid", {"tsc", "calibration", "pass", "yes"});
 }
