@@ -351,7 +351,7 @@ void expect_os_clock_steady() {
 // child reading its clocks through the system call as the seccomp case's
 // child does (the read costs the decision weighs are then the same): the
 // source and its `why` (what the seccomp case must follow).
-bool host_decision(int *source, std::string *why) {
+bool host_decision(int *source, int *freq, std::string *why) {
   int fd[2];
   if (pipe(fd) != 0) return false;
   int st = in_child(
@@ -360,7 +360,7 @@ bool host_decision(int *source, std::string *why) {
         tkc_os_use_syscall(1);
         const tickclock_info *i = tickclock_info_get();
         char buf[sizeof i->why + 8];
-        int n = snprintf(buf, sizeof buf, "%d %s", (int)i->source, i->why);
+        int n = snprintf(buf, sizeof buf, "%d %d %s", (int)i->source, i->freq_method, i->why);
         if (write(fd[1], buf, (size_t)n) != n) _exit(12);
       },
       20);
@@ -371,6 +371,7 @@ bool host_decision(int *source, std::string *why) {
   if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || got <= 0) return false;
   char *rest = nullptr;
   *source = (int)strtol(buf, &rest, 10);
+  *freq = (int)strtol(rest, &rest, 10);
   *why = rest && *rest == ' ' ? rest + 1 : "";
   return true;
 }
@@ -384,15 +385,20 @@ TEST_CASE(
         "a seccomp filter: under QEMU user mode the call reaches the emulator, not this program");
     return;
   }
-  // The decision this host makes unhindered: where it takes the counter,
-  // the denied clock must be the reason it is refused; where it already
-  // refuses the counter earlier (kvm-clock, tsc=unstable), that earlier
-  // reason stands, word for word (followed by the note that the clocks are
-  // read through the system call).
-  static int host_source = -1;
+  // The decision this host makes unhindered: where it takes the counter at
+  // a calibrated rate, the denied clock must be the reason it is refused;
+  // where it already refuses the counter earlier (kvm-clock without a
+  // stable page, tsc=unstable), that earlier reason stands, word for word
+  // (followed by the note that the clocks are read through the system
+  // call); where the counter's rate is published (a stable kvm-clock page,
+  // a frequency leaf), nothing needs calibrating: the counter stays at that
+  // rate, and the later checks, which cannot read the clock either, leave
+  // it there or choose the OS clock, never a rate measured on garbage.
+  static int host_source = -1, host_freq = -1;
   static std::string host_why;
-  REQUIRE(host_decision(&host_source, &host_why));
-  MESSAGE("unhindered, this host chooses source " << host_source << ": " << host_why);
+  REQUIRE(host_decision(&host_source, &host_freq, &host_why));
+  MESSAGE("unhindered, this host chooses source " << host_source << " (frequency method "
+                                                  << host_freq << "): " << host_why);
   check_clean(in_child(
       [] {
         tkc_os_use_syscall(1);
@@ -403,6 +409,21 @@ TEST_CASE(
         EXPECT(tickclock_init(NULL) == TICKCLOCK_OK);
         const tickclock_info *i = tickclock_info_get();
         fprintf(stderr, "with CLOCK_MONOTONIC_RAW denied: %s\n", i->why);
+        if (host_source != TICKCLOCK_SOURCE_SYSTEM && host_freq != TICKCLOCK_FREQ_CALIBRATED &&
+            i->source == host_source) {
+          double hz = i->hz;
+          EXPECT(i->freq_method == host_freq);  // the published rate, not a calibration
+          uint64_t t0 = tickclock_now();
+          usleep(1300 * 1000);  // past the first check and the refinement's start
+          for (int k = 0; k < 1000; k++) (void)tickclock_to_ns(tickclock_now());
+          EXPECT(tickclock_revalidate() >= 0);
+          const tickclock_info *j = tickclock_info_get();
+          fprintf(stderr, "1.3 s later, checked: %s\n", j->why);
+          EXPECT(j->source == TICKCLOCK_SOURCE_SYSTEM || j->hz == hz);
+          EXPECT(tickclock_delta_ns(t0, tickclock_now()) >= 1300 * 1000 * 1000LL);
+          expect_os_clock_steady();
+          return;
+        }
         EXPECT(i->source == TICKCLOCK_SOURCE_SYSTEM);
         if (host_source != TICKCLOCK_SOURCE_SYSTEM)
           EXPECT(strstr(i->why, "CLOCK_MONOTONIC_RAW could not be read") != nullptr);
