@@ -159,7 +159,7 @@
  *    lies among the far ticks goes out of line and reads the counter (a
  *    far tick finds nothing due, a reading after the jump runs the check;
  *    measured on the fake platform: the 64th duration after a 55-year
- *    jump, 6.2 s after it with one every 97 ms), and tickclock_revalidate()
+ *    jump, 6.4 s after it with one every 97 ms), and tickclock_revalidate()
  *    at once.
  *    A tick less than 1 ms ahead (a reading from a CPU a little ahead) is
  *    not left alone: it goes out of line each time, for at most 1 ms.
