@@ -80,7 +80,9 @@ static void tkc_due_locked(uint64_t ticks, int check_now, int may_alloc, uint64_
  * reading falls in the near range only once the counter has passed its
  * low end, and then for at most TKC_AHEAD_NS of counter time: what is due
  * is never put off by more than that (by the far one only in a process
- * that converts no reading for 50 years). A tick less than
+ * that converts no reading for 50 years, or whose counter itself jumps
+ * among the far ticks: then tickclock_duration_get's visits, one in 64
+ * of its far durations, run it, duration.c). A tick less than
  * TKC_AHEAD_MIN_NS ahead goes out of line at each conversion, for at
  * most that long. */
 #define TKC_AHEAD_NS UINT64_C(100000000)

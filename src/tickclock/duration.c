@@ -35,6 +35,33 @@ static int tkc_could_span_suspend(uint64_t ns_lo, uint64_t ns_hi) {
   return ns_hi == UINT64_MAX || ns_hi < ns_lo || ns_hi - ns_lo >= TKC_SUSPEND_MIN_NS / 2;
 }
 
+#if defined(TKC_ARCH_COUNTER)
+/* One in TKC_FAR_EVERY durations whose later tick lies among the far
+ * ticks seen ahead (past the end of tickclock_inline.h's window: 50 years
+ * or more ahead of the counter when a far tick was converted) goes out of
+ * line, where the counter is read: a duration of a far tick while the
+ * counter keeps its own time finds nothing due, a duration of a reading
+ * after the counter itself jumped that far finds the check due and runs
+ * it. The inline conversions cannot tell the two apart (a far tick and a
+ * recent reading take the same single compare, which keeps the far tick
+ * as cheap as the reading) and leave both alone, so no conversion of such
+ * a reading ever ran the check. The count is racy on purpose (a lost
+ * increment only delays the visit) and touched by far ticks only; the
+ * window's end is read as the inline test reads it, deadline plus span,
+ * either of which may be a store older than the other (at worst one visit
+ * for nothing, or one counted as none). */
+#define TKC_FAR_EVERY 64u
+static TKC_SHARED unsigned tkc_far_hits = 0;
+static void tkc_due_far(uint64_t hi) {
+  uint64_t d = TKC_LOAD_RELAXED(&tkc_g_reval_deadline), end = d + TKC_LOAD_RELAXED(&tkc_g_due_span);
+  unsigned n;
+  if (TKC_LIKELY(end <= d || end == UINT64_MAX || hi < end)) return; /* no far tick seen */
+  n = TKC_LOAD_RELAXED(&tkc_far_hits) + 1u;
+  TKC_STORE_RELEASE(&tkc_far_hits, n);
+  if (n % TKC_FAR_EVERY == 0) tkc_revalidate_due(hi);
+}
+#endif
+
 int tickclock_duration_get(uint64_t start, uint64_t end, tickclock_duration *out) {
   const tickclock_info *s, *x, *first = NULL, *last = NULL;
   uint64_t lo = start < end ? start : end, hi = start < end ? end : start;
@@ -43,6 +70,9 @@ int tickclock_duration_get(uint64_t start, uint64_t end, tickclock_duration *out
   if (out == NULL) return TICKCLOCK_EINVAL;
   /* what is due for the later tick first, as tickclock_delta_ns does */
   tkc_due_first(hi);
+#if defined(TKC_ARCH_COUNTER)
+  tkc_due_far(hi);
+#endif
   s = tkc_state();
   ns_lo = tkc_ns_in(s, lo);
   ns_hi = tkc_ns_in(s, hi);

@@ -152,7 +152,15 @@
  *    the ticks seen ahead puts it off by at most 100 ms of counter time,
  *    except where the counter itself jumps 50 years or more ahead after
  *    such a tick was converted: its readings then all fall among the far
- *    ticks, and only tickclock_revalidate() checks it.
+ *    ticks, which the conversions leave alone (a far tick and a reading
+ *    take the same single compare; telling them apart takes a counter
+ *    read), so tickclock_to_ns and tickclock_delta_ns never check it.
+ *    tickclock_duration_get does: one in 64 durations whose later tick
+ *    lies among the far ticks goes out of line and reads the counter (a
+ *    far tick finds nothing due, a reading after the jump runs the check;
+ *    measured on the fake platform: the 64th duration after a 55-year
+ *    jump, 6.4 s after it with one every 97 ms), and tickclock_revalidate()
+ *    at once.
  *    A tick less than 1 ms ahead (a reading from a CPU a little ahead) is
  *    not left alone: it goes out of line each time, for at most 1 ms.
  *    tickclock_revalidate() runs it at once, plus the checks that need I/O

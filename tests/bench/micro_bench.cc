@@ -189,6 +189,21 @@ void BM_duration_get_long(benchmark::State& st) {
   });
 }
 BENCHMARK(BM_duration_get_long)->Name("BM_interval/duration_get_long/tsc");
+// One read and the duration from it to a tick 100 years ahead (a deadline
+// asked as a duration): as long an interval as above, and one in 64 goes
+// out of line and reads the counter (the far ticks' check of a counter
+// that jumped among them).
+void BM_duration_get_far(benchmark::State& st) {
+  if (!SelectMode(st, kTsc)) return;
+  uint64_t ahead = (uint64_t)(100 * 365 * 86400.0 * tickclock_info_get()->unit_hz);
+  ReadLoop(st, [ahead] {
+    uint64_t t0 = tickclock_now();
+    tickclock_duration d;
+    tickclock_duration_get(t0, t0 + ahead, &d);
+    return d.ns + (int64_t)d.bound_ns;
+  });
+}
+BENCHMARK(BM_duration_get_far)->Name("BM_interval/duration_get_100y/tsc");
 
 // The sampler's decision on a state in memory (a static, as a per-thread
 // or per-node state would be; a local would live in a register). The

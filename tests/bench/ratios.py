@@ -143,8 +143,11 @@ def main():
                     ratio(ns("BM_to_ns/tickclock/100y"), now_conv), "<=", 1.05))
     targets.append(("to_ns of a tick 1 s ahead / of a recent reading [info]",
                     ratio(ns("BM_to_ns/tickclock/1s"), now_conv), "<=", None))
+    targets.append(("duration_get to a tick 100 years ahead / of an interval over 2 ms [info]",
+                    ratio(ns("BM_interval/duration_get_100y/tsc"),
+                          ns("BM_interval/duration_get_long/tsc")), "<=", None))
     for name in ("BM_interval/duration_get/tsc", "BM_interval/duration_get_2threads/tsc/threads:2",
-                 "BM_interval/duration_get_long/tsc"):
+                 "BM_interval/duration_get_long/tsc", "BM_interval/duration_get_100y/tsc"):
         f = figs.get(name)
         targets.append((f"{name.split('/')[2]}: median ns per op [info]",
                         f["median_ns"] if f else None, "<=", None))

@@ -949,3 +949,70 @@ TEST_CASE("a stated rate a few ppm off under a 2 s check period, a step long aft
       CHECK(v.violations == 0);
     }
 }
+
+// A tick 60 years ahead is converted (the far ticks seen ahead then start
+// 50 years ahead of the counter, and the inline conversions leave every
+// tick there alone until the deadline moves), then the counter itself
+// jumps 55 years ahead inside the check period: every later reading lies
+// among the far ticks, so no conversion of one goes out of line and the
+// deadline never moves. Before: 20 000 readings converted over 20 s ran
+// no check (the same generation) and every duration across the jump lay
+// outside its bound. One in 64 durations whose later tick lies among the
+// far ticks now goes out of line and reads the counter: a far tick finds
+// nothing due there, a reading after the jump runs the check.
+TEST_CASE("a counter that jumps 55 years ahead after a tick 60 years ahead was converted") {
+  if (fake::no_counter("the adversarial bound suite")) return;
+  const uint64_t year_s = UINT64_C(365) * 86400;
+  Line l;
+  l.start();
+  l.run(UINT64_C(3000000000));
+  const unsigned gen = tickclock_info_get()->generation;
+  // (60 years: under 2^63 ticks of the s390x TOD, so delta_ns stays positive)
+  uint64_t now = tickclock_now(), far_t = now + l.w.hz() * 60 * year_s;
+  (void)tickclock_to_ns(far_t);  // out of line once: the far ticks seen ahead start
+  // far ticks while the counter reads its own time: nothing is due, and
+  // their durations read the counter once in 64 (1 or 2 reads a visit)
+  uint64_t reads = l.w.counter_reads;
+  for (uint64_t k = 0; k < 640; k++) {
+    tickclock_duration d;
+    REQUIRE(tickclock_duration_get(now, far_t + k, &d) == TICKCLOCK_OK);
+    CHECK(d.ns > 0);
+  }
+  CHECK(l.w.counter_reads - reads >= 9);
+  CHECK(l.w.counter_reads - reads <= 22);
+  CHECK(tickclock_info_get()->generation == gen);
+  CHECK(tkc_g_source == fake::isa.counter);
+  l.run(UINT64_C(300000000));
+  // converted again just before the jump: a check those 300 ms ran moved
+  // the deadline, and a new deadline looks at the ticks ahead again
+  (void)tickclock_to_ns(far_t);
+  REQUIRE(tkc_g_reval_deadline + tkc_g_due_span < UINT64_MAX);  // the far ticks are left alone
+  l.w.offset += l.w.ticks((int64_t)(55 * year_s) * INT64_C(1000000000));
+  // a reading every ms, converted, and a duration of the last 50 every 97
+  // (Line::run): the check runs within 64 of those durations
+  const uint64_t t_jump = l.w.now_ns;
+  const long asked = l.at_once;
+  const unsigned gen_jump = tickclock_info_get()->generation;
+  // the conversions alone leave it unchecked (the limit tickclock.h states)
+  for (int k = 0; k < 200; k++) {
+    l.w.now_ns += 1000000;
+    l.read();
+    (void)tickclock_to_ns(l.rd.back().tick);
+    (void)tickclock_delta_ns(l.rd[l.rd.size() - 2].tick, l.rd.back().tick);
+  }
+  CHECK(tickclock_info_get()->generation == gen_jump);
+  while (tickclock_info_get()->generation == gen_jump &&
+         l.w.now_ns - t_jump < UINT64_C(20000000000))
+    l.run(UINT64_C(97000000));
+  MESSAGE("the check ran " << (double)(l.w.now_ns - t_jump) * 1e-9 << " s after the jump, at the "
+                           << l.at_once - asked << "th duration; "
+                           << std::string(tickclock_info_get()->why));
+  CHECK(tickclock_info_get()->generation != gen_jump);
+  CHECK(tkc_g_source == TICKCLOCK_SOURCE_SYSTEM);  // the step is past DRIFT_ABS_NS
+  CHECK(l.at_once - asked <= 64);
+  l.run(UINT64_C(2000000000));
+  Verdict v = judge(l);
+  report("a 55-year jump after a tick 60 years ahead", l, v);
+  CHECK(v.violations == 0);
+  CHECK(v.repeat_moved == 0);
+}
