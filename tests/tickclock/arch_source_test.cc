@@ -188,14 +188,20 @@ TEST_CASE("each target chooses its expected source automatically") {
         CHECK(src == "system");
       } else if (h.clocksource != "tsc" && h.invariant && h.prctl_enabled) {
         // a paravirtual clock with tsc offered: the TSC only where the
-        // hypervisor publishes its frequency and it agrees with calibration
-        // (x86_decide_test pins that rule); here the reason must say which
-        if (src == "tsc")
+        // kernel's clock page is stable and states the rate, or the
+        // hypervisor publishes its frequency, and it agrees with
+        // calibration (x86_decide_test and the kvm-clock host fixtures pin
+        // those rules); here the reason must say which
+        if (src == "tsc" && in->freq_method == TICKCLOCK_FREQ_PVCLOCK)
+          CHECK(why.find("paravirtual clock page stable") != std::string::npos);
+        else if (src == "tsc")
           CHECK(why.find("hypervisor frequency agrees") != std::string::npos);
         else
-          CHECK(why.find("hypervisor") != std::string::npos);
+          CHECK((why.find("hypervisor") != std::string::npos ||
+                 why.find("paravirtual clock page") != std::string::npos));
         tctest::skip("exact x86_64 choice: clocksource '" + h.clocksource +
-                     "' with tsc offered depends on the hypervisor's frequency leaf (" +
+                     "' with tsc offered depends on its clock page and the hypervisor's "
+                     "frequency leaf (" +
                      h.describe() + ")");
       } else {
         tctest::skip("exact x86_64 choice: " + missing + "(" + h.describe() + ")");
