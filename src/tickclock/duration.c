@@ -321,8 +321,9 @@ void tickclock_sampler_estimate_for(const tickclock_sampler *s, uint64_t count,
   e->sampled = s->sampled;
   e->flags = 0;
   if (s->sampled == 0) {
-    e->total_ns = e->stddev_ns = e->bound_ns = e->skewness = e->lo_ns = 0;
-    e->hi_ns = HUGE_VAL; /* nothing is known yet */
+    e->total_ns = e->stddev_ns = e->bound_ns = e->skewness = e->lo_ns = e->hi_ns = 0;
+    if (count == 0) return; /* no execution: exactly 0 (a kind that did not occur) */
+    e->hi_ns = HUGE_VAL;    /* executions, none timed: nothing is known */
     e->flags = TICKCLOCK_ESTIMATE_TOO_FEW;
     return;
   }

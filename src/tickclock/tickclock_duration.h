@@ -151,7 +151,8 @@ TICKCLOCK_API int tickclock_duration_get(uint64_t start, uint64_t end, tickclock
  *    trials (97 % at p = 1/32; the other 3 % are flagged); one execution
  *    in 1 000 taking 1 ms (m = 50 of 50 000) in (1 - p)^50 = 20 % of them.
  *    Only m >= 3/p keeps that under 5 %.
- * No timed execution yet: total 0, interval [0, +inf), TOO_FEW.
+ * No timed execution yet: total 0, interval [0, +inf), TOO_FEW (none
+ * decided either: exactly 0, interval [0, 0]).
  * The state is caller-owned and not shared: keep one per thread (two
  * threads updating one struct race, and two structs on one cache line
  * slow each other down); every function here but
@@ -218,9 +219,11 @@ TICKCLOCK_API void tickclock_sampler_estimate(const tickclock_sampler *s, tickcl
  * Where rare, slow executions carry much of the time, the interval is
  * then as wide as their spread among themselves, no longer as wide as the
  * chance of how many of them were timed (tests/tickclock/sampler_test:
- * one execution in 227 taking 177 times the others). A kind with no timed
- * execution gives total 0 and hi_ns infinite, TOO_FEW. count below the
- * durations added is taken as their number. */
+ * one execution in 227 taking 177 times the others). A kind with
+ * executions and none timed gives total 0 and hi_ns infinite, TOO_FEW; a
+ * kind with no execution (count 0, nothing added) is exactly 0: interval
+ * [0, 0], no flag, so the kinds that did not occur add nothing to the sum
+ * of intervals. count below the durations added is taken as their number. */
 TICKCLOCK_API void tickclock_sampler_estimate_for(const tickclock_sampler *s, uint64_t count,
                                                   tickclock_estimate *e);
 

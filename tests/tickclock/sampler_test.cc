@@ -427,3 +427,35 @@ TEST_CASE("estimate_for: the sampler's own count gives estimate(); a kind never 
   CHECK(std::isinf(b.hi_ns));
   CHECK(b.flags == TICKCLOCK_ESTIMATE_TOO_FEW);
 }
+
+// A kind that did not occur in a run (no execution read a page) is known
+// exactly: 0, with nothing to cover. Its interval must not make the sum of
+// the kinds' intervals unbounded, nor flag the whole estimate.
+TEST_CASE("estimate_for: a kind with no execution is exactly 0, not unknown") {
+  tickclock_sampler seen, absent;
+  REQUIRE(tickclock_sampler_init(&seen, 1.0 / 8, 21) == TICKCLOCK_OK);
+  REQUIRE(tickclock_sampler_init(&absent, 1.0 / 8, 22) == TICKCLOCK_OK);
+  uint64_t g = 9, count = 0;
+  for (int i = 0; i < 8000; i++, count++)
+    if (tickclock_sampler_should_time(&seen)) tickclock_sampler_add(&seen, 50 + 100 * unit(g), 0);
+  tickclock_estimate k0, k1;
+  tickclock_sampler_estimate_for(&seen, count, &k0);
+  tickclock_sampler_estimate_for(&absent, 0, &k1);
+  CHECK(k1.count == 0);
+  CHECK(k1.sampled == 0);
+  CHECK(k1.total_ns == 0);
+  CHECK(k1.stddev_ns == 0);
+  CHECK(k1.lo_ns == 0);
+  CHECK(k1.hi_ns == 0);
+  CHECK(k1.flags == 0);
+  double up = std::hypot(k0.hi_ns - k0.total_ns, k1.hi_ns - k1.total_ns);
+  CHECK(std::isfinite(up));
+  CHECK(up == doctest::Approx(k0.hi_ns - k0.total_ns));
+  CHECK(((k0.flags | k1.flags) & TICKCLOCK_ESTIMATE_TOO_FEW) == 0);
+  // a sampler that decided nothing and was given nothing: the same
+  tickclock_estimate e;
+  tickclock_sampler_estimate(&absent, &e);
+  CHECK(e.count == 0);
+  CHECK(e.hi_ns == 0);
+  CHECK(e.flags == 0);
+}
