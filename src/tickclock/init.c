@@ -169,7 +169,16 @@ static uint64_t tkc_read(int ordered) {
  * what the OS clock costs. A published state is all it needs (the
  * source is published after it); anything else goes through tkc_read. */
 uint64_t tkc_now_slow(void) {
-  const tickclock_info *s = TKC_LOAD_ACQUIRE(&tkc_g_state);
+  const tickclock_info *s;
+  /* the OS clock's nanoseconds unchanged: no state to load, no offset */
+  if (TKC_LIKELY(TKC_LOAD_RELAXED(&tkc_g_os_direct))) {
+#if defined(TICKCLOCK_TEST_FAKE_COUNTER)
+    return tkc_p_os_ns();
+#else
+    return tkc_os_read_inline();
+#endif
+  }
+  s = TKC_LOAD_ACQUIRE(&tkc_g_state);
   if (TKC_LIKELY(s != NULL) && s->read_path == TICKCLOCK_READ_OS && s->src_is_unit) {
 #if defined(TICKCLOCK_TEST_FAKE_COUNTER)
     uint64_t r = tkc_p_os_ns();

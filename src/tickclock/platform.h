@@ -264,6 +264,15 @@ TKC_INLINE uint64_t tkc_os_read_inline(void) {
   return tkc_os_read();
 #endif
 }
+/* 1 while the published state reads the OS clock and hands its
+ * nanoseconds out unchanged (its unit, no offset: the OS clock first):
+ * tickclock_now() is then the OS clock's read and nothing else. Cleared
+ * before any other state is published, set after such a state is. */
+#if defined(TICKCLOCK_STATIC)
+static TKC_UNUSED TKC_SHARED int tkc_g_os_direct = 0;
+#else
+extern TKC_SHARED int tkc_g_os_direct;
+#endif
 /* The OS clock the library falls back to (TICKCLOCK_SOURCE_SYSTEM, or
  * TICKCLOCK_SOURCE_QPC on Windows) and its ticks' rate into *hz (1e9 for
  * CLOCK_MONOTONIC's ns, QueryPerformanceFrequency for QPC). */

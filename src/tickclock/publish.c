@@ -36,7 +36,13 @@
 #if !defined(TICKCLOCK_STATIC) /* TICKCLOCK_STATIC: tickclock.h defines them */
 TKC_SHARED int tkc_g_source = 0;
 const tickclock_info *TKC_SHARED tkc_g_state = NULL;
+TKC_SHARED int tkc_g_os_direct = 0;
 #endif
+
+/* Whether a state's readings are the OS clock's nanoseconds unchanged. */
+static int tkc_os_direct_state(const tickclock_info *s) {
+  return s->read_path == TICKCLOCK_READ_OS && s->src_is_unit && s->base_ticks == s->src_base;
+}
 
 /* ---- states (all below: lock held) ------------------------------------ */
 #define TKC_STATIC_SLOTS 8
@@ -288,10 +294,14 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust, 
       old->read_path == TICKCLOCK_READ_COUNTER &&
       tkc_unit_guard(old, slot, tkc_p_counter_ordered()))
     tkc_link_history(slot);
+  /* a reader that saw the flag read before this store, as one that
+   * loaded the old state did */
+  if (!tkc_os_direct_state(slot)) TKC_STORE_RELEASE(&tkc_g_os_direct, 0);
   TKC_STORE_RELEASE(&tkc_g_state, (const tickclock_info *)slot);
   TKC_STORE_RELEASE(&tkc_g_source, slot->read_path == TICKCLOCK_READ_COUNTER
                                        ? (int)TKC_COUNTER
                                        : (int)TICKCLOCK_SOURCE_SYSTEM);
+  if (tkc_os_direct_state(slot)) TKC_STORE_RELEASE(&tkc_g_os_direct, 1);
   return TICKCLOCK_OK;
 }
 
@@ -372,6 +382,7 @@ unsigned tkc_states_count(void) { return tkc_states_taken; }
 void tkc_reset_world(void) {
   TKC_STORE_RELEASE(&tkc_reentry_handed, 0);
   TKC_STORE_RELEASE(&tkc_first_pending, (tickclock_info *)NULL);
+  TKC_STORE_RELEASE(&tkc_g_os_direct, 0);
   TKC_STORE_RELEASE(&tkc_g_source, 0);
   TKC_STORE_RELEASE(&tkc_g_state, (const tickclock_info *)NULL);
   tkc_checks_reset();

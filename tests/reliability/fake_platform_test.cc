@@ -896,3 +896,63 @@ TEST_CASE("a re-calibration at another rate leaves the ns of every earlier tick 
   CHECK(tickclock_delta_ns(t2, tickclock_now()) ==
         doctest::Approx(1000000.0 + (double)(f.w.now_ns - n2 - 1000000)).epsilon(1e-4));
 }
+
+namespace {
+// What tkc_publish promises about the OS clock's direct read: set exactly
+// while the published state reads the OS clock's ticks unchanged (its
+// unit, no offset), so tickclock_now() then returns the OS clock's reading.
+bool os_direct_state(const tickclock_info *s) {
+  return s != nullptr && s->read_path == TICKCLOCK_READ_OS && s->src_is_unit &&
+         s->base_ticks == s->src_base;
+}
+void check_os_direct(FakeWorld &w) {
+  const tickclock_info *s = tkc_g_state;
+  INFO("read_path " << (s ? s->read_path : -1) << " src_is_unit " << (s ? s->src_is_unit : -1));
+  CHECK((tkc_g_os_direct != 0) == os_direct_state(s));
+  if (s == nullptr || s->read_path == TICKCLOCK_READ_COUNTER ||
+      s->read_path == TICKCLOCK_READ_COUNTER_MAPPED || !s->src_is_unit)
+    return;
+  // the OS clock's path: the reading is the clock's, offset into the unit
+  uint64_t before = tkc_p_os_ns(), t = tickclock_now(), after = tkc_p_os_ns();
+  CHECK(t >= s->base_ticks + (before - s->src_base));
+  CHECK(t <= s->base_ticks + (after - s->src_base));
+  w.now_ns += 1000;
+}
+}  // namespace
+
+TEST_CASE("the OS clock's direct read is on exactly while the state is its ticks unchanged") {
+  Installed f;
+  tkc_set_platform(&f.p);
+  CHECK(tkc_g_os_direct == 0);  // nothing published
+  tickclock_config sys = {TICKCLOCK_SOURCE_SYSTEM, 0, 0};
+  REQUIRE(tickclock_init(&sys) == TICKCLOCK_OK);  // the OS clock first: its unit, no offset
+  REQUIRE(tickclock_info_get()->source == TICKCLOCK_SOURCE_SYSTEM);
+  CHECK(tkc_g_os_direct == 1);
+  check_os_direct(f.w);
+  f.w.now_ns += 7000000;
+  REQUIRE(tickclock_init(&sys) == TICKCLOCK_OK);  // again: the same clock, continued
+  check_os_direct(f.w);
+  if (!no_counter("a counter after the OS clock")) {
+    uint64_t t0 = tickclock_now();
+    REQUIRE(tickclock_init(NULL) == TICKCLOCK_OK);  // the counter, mapped into the OS unit
+    CHECK(tkc_g_os_direct == 0);
+    check_os_direct(f.w);
+    f.w.now_ns += UINT64_C(3600000000000);  // an hour on the counter
+    (void)tickclock_to_ns(tickclock_now());
+    REQUIRE(tickclock_init(&sys) == TICKCLOCK_OK);  // back to the OS clock
+    check_os_direct(f.w);
+    uint64_t t1 = tickclock_now();
+    CHECK(t1 >= t0);
+    CHECK(tickclock_delta_ns(t0, t1) == doctest::Approx(3600e9).epsilon(1e-4));
+  }
+  if (fake::isa.counter == TICKCLOCK_SOURCE_TSC) {
+    f.w.prctl_mode = TICKCLOCK_PRCTL_SIGSEGV;  // the OS clock's read moves to the system call
+    (void)tickclock_revalidate();
+    CHECK(tickclock_info_get()->read_path == TICKCLOCK_READ_OS_SYSCALL);
+    CHECK(tkc_g_os_direct == 0);
+    check_os_direct(f.w);
+  }
+  tkc_set_platform(&f.p);  // the world forgotten: nothing published, nothing direct
+  CHECK(tkc_g_os_direct == 0);
+  CHECK(tkc_g_state == nullptr);
+}
