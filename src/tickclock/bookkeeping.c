@@ -76,6 +76,8 @@ void tkc_ahead_note(uint64_t far, uint64_t lo, uint64_t span) {
 uint64_t tkc_ahead_far(void) { return tkc_ahead_far_at; }
 
 tkc_check_book *tkc_checks(void) { return &tkc_bk; }
+static uint64_t tkc_unanchored = UINT64_MAX;
+uint64_t *tkc_unanchored_since(void) { return &tkc_unanchored; }
 
 uint64_t tkc_max_seen(void) { return tkc_bk.max_seen; }
 
@@ -113,6 +115,7 @@ int tkc_checks_published(const tickclock_info *old, const tickclock_info *slot, 
   }
   tkc_bk.chk_prev = anchor;
   tkc_bk.chk_on = anchor.width != UINT64_MAX;
+  tkc_unanchored = UINT64_MAX;
   if (tkc_bk.chk_on)
     tkc_note_sample(tkc_map(slot, anchor.mid - anchor.width / 2),
                     tkc_map(slot, anchor.mid + anchor.width / 2), anchor.susp);
@@ -134,6 +137,7 @@ void tkc_checks_reset(void) {
   tkc_due_window(UINT64_MAX, UINT64_MAX);
   tkc_ahead_note(UINT64_MAX, UINT64_MAX, 0);
   tkc_bk.chk_on = 0;
+  tkc_unanchored = UINT64_MAX;
   tkc_bk.max_seen = 0;
   memset(&tkc_bk.pv, 0, sizeof tkc_bk.pv);
   tkc_bk.breaks = 0;
@@ -269,7 +273,7 @@ void tkc_refine_from_anchor(const tickclock_info *s, tkc_bracket b) {
  * nothing due (a tick from the future) does not undo what an earlier one
  * noted, so near and far ticks in turns go out of line once each. */
 static void tkc_deadline_store(int fresh) {
-  uint64_t d = tkc_bk.chk_on ? tkc_bk.reval_at : UINT64_MAX;
+  uint64_t d = tkc_bk.reval_at; /* armed only where there is a check to run */
   if (tkc_bk.chk_on && tkc_refine_at() < d) d = tkc_refine_at();
   if (!fresh && d == TKC_LOAD_RELAXED(&tkc_g_reval_deadline)) return;
   tkc_ahead_note(UINT64_MAX, UINT64_MAX, 0); /* a new deadline: ticks ahead are looked at again */
@@ -280,7 +284,8 @@ void tkc_store_deadline(void) { tkc_deadline_store(0); }
 
 void tkc_arm_deadline(const tickclock_info *s, uint64_t now_unit) {
   tkc_bk.reval_at = UINT64_MAX;
-  if (tkc_bk.chk_on && tkc_bk.reval_ms != 0)
+  /* without a sample yet (a counter state only), each period tries to take one */
+  if ((tkc_bk.chk_on || tkc_reads_counter(s)) && tkc_bk.reval_ms != 0)
     tkc_bk.reval_at = tkc_after(s, now_unit, (uint64_t)tkc_bk.reval_ms * UINT64_C(1000000));
   tkc_deadline_store(1);
 }

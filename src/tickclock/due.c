@@ -35,13 +35,18 @@ static void tkc_due_locked(uint64_t ticks, int check_now, int may_alloc, uint64_
   tkc_check_book *bk = tkc_checks();
   const tickclock_info *s = tkc_published();
   *now = UINT64_MAX;
-  if (s == NULL || !tkc_reads_counter(s) || !bk->chk_on) return;
+  if (s == NULL || !tkc_reads_counter(s) || (!bk->chk_on && bk->reval_ms == 0)) return;
   if (!check_now) {
     if (tkc_rdtsc_disabled_locked(s)) return;
     /* a tick from the future (an interval converted as a tick, a caller's
      * arbitrary value) makes nothing due before its time */
     *now = tkc_map(s, tkc_read_counter_ordered());
     if (ticks > *now) ticks = *now;
+  }
+  if (!bk->chk_on) { /* published with nothing to check against: try again */
+    if (check_now || ticks >= bk->reval_at)
+      (void)tkc_unanchored_locked(s, check_now ? tkc_map(s, tkc_read_counter_ordered()) : *now);
+    return;
   }
   /* the host rewrote the clock page: before a refinement measures across it */
   if (tkc_pv_check_locked(s)) {
@@ -172,7 +177,7 @@ void tickclock_revalidate_every(uint32_t ms) {
 void tkc_revalidate_due(uint64_t ticks) {
   if (!tkc_trylock()) return;
 #if defined(TKC_ARCH_COUNTER)
-  if (tkc_checks()->chk_on && ticks >= TKC_LOAD_ACQUIRE(&tkc_g_reval_deadline)) {
+  if (ticks >= TKC_LOAD_ACQUIRE(&tkc_g_reval_deadline)) {
     uint64_t now;
     tkc_due_locked(ticks, 0, 0, &now);
     tkc_ahead_locked(ticks, now);

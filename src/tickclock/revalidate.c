@@ -400,6 +400,32 @@ void tkc_anchor_again(const tickclock_info *s) {
   if (s->freq_pending_check) tkc_refine_from_anchor(s, b);
   tkc_arm_deadline(s, bk->max_seen);
 }
+
+/* A counter state still without a sample to check against, at its check
+ * period (now_unit: a reading): one more try. The raw clock unreadable
+ * for TKC_UNANCHORED_PERIODS periods from the first try (a sandbox that
+ * denies it for good) leaves the counter, whose rate nothing has checked
+ * and nothing could, for the OS clock. Returns 1 once a sample is had,
+ * TICKCLOCK_SWITCHED, or 0 (tried again a period later). */
+int tkc_unanchored_locked(const tickclock_info *s, uint64_t now_unit) {
+  uint64_t *since = tkc_unanchored_since();
+  tkc_anchor_again(s);
+  if (tkc_checks()->chk_on) return 1;
+  if (*since == UINT64_MAX) *since = now_unit;
+  if (now_unit >=
+      tkc_after(s, *since,
+                (uint64_t)TKC_UNANCHORED_PERIODS * tkc_checks()->reval_ms * UINT64_C(1000000))) {
+    char why[160];
+    tkc_fmt(why, sizeof why,
+            "its rate (%s) was never checked: CLOCK_MONOTONIC_RAW could not be read for %u "
+            "check periods",
+            s->freq_detail, (unsigned)TKC_UNANCHORED_PERIODS);
+    tkc_switch_to_os(s, why, TKC_OLD_FAILED);
+    return TICKCLOCK_SWITCHED;
+  }
+  tkc_arm_deadline(s, now_unit);
+  return 0;
+}
 #endif
 
 /* The OS clock in use and RDTSC disabled for this thread: its vDSO may

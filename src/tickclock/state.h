@@ -157,6 +157,11 @@ typedef struct tkc_check_book {
   tickclock_pvclock_page pv;
 } tkc_check_book;
 TKC_INTERNAL tkc_check_book *tkc_checks(void);
+/* When a counter state published without a sample to check against (the
+ * raw clock unreadable) first failed to take one at its check period:
+ * reset at each publication. */
+TKC_INTERNAL uint64_t *tkc_unanchored_since(void); /* unit tick; UINT64_MAX: none */
+#define TKC_UNANCHORED_PERIODS 3
 /* The deadline the inline conversions compare with: the earlier of the
  * next periodic check and the next refinement. */
 TKC_INTERNAL void tkc_store_deadline(void);
@@ -278,6 +283,7 @@ TKC_INTERNAL int tkc_pv_check_locked(const tickclock_info *s);
 /* A counter state published without a sample to check against takes one
  * now (nothing is checked until one is had). */
 TKC_INTERNAL void tkc_anchor_again(const tickclock_info *s);
+TKC_INTERNAL int tkc_unanchored_locked(const tickclock_info *s, uint64_t now_unit);
 #endif
 /* The OS clock in use and RDTSC disabled for this thread: readings move
  * to the system call (a new state that says so). */

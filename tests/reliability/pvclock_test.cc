@@ -187,6 +187,52 @@ TEST_SUITE("x86") {
     CHECK(c->freq_method == TICKCLOCK_FREQ_PVCLOCK);
   }
 
+  // The page's rate published without an anchor is checked by the
+  // conversions' own periodic work, not only by an explicit
+  // tickclock_revalidate(): a clock back a moment after first use anchors
+  // it and the cross-check then replaces a rate 0.4 % off; a clock denied
+  // for good leaves the counter, its rate never checked, for the OS clock.
+  // Before, both kept the wrong rate for the whole minute (241 ms off).
+  void unanchored_minute(bool raw_back) {
+    Guest g;
+    g.w.pv_publish((uint64_t)(2.5e9 * (1 - 4000e-6)));  // 0.4 % slow
+    g.w.raw_fail = 1;
+    const tickclock_info *i = g.start();
+    INFO(i->why);
+    REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);  // published, without an anchor
+    REQUIRE(i->freq_pending_check == 1);
+    g.w.raw_fail = raw_back ? 0 : 1;
+    CHECK(backward_steps(g.w, UINT64_C(60000000000), 10000000) == 0);  // a minute of use
+    const tickclock_info *c = tickclock_info_get();
+    INFO(c->why);
+    if (raw_back) {
+      CHECK(c->freq_pending_check == 0);  // checked, and the wrong rate replaced
+      CHECK(c->freq_method != TICKCLOCK_FREQ_PVCLOCK);
+    } else {
+      CHECK(c->source == TICKCLOCK_SOURCE_SYSTEM);
+      CHECK(std::string(c->why).find("never checked") != std::string::npos);
+    }
+    // what a duration across the minute says holds either way
+    uint64_t t0 = tickclock_now();
+    uint64_t w0 = g.w.now_ns;
+    CHECK(backward_steps(g.w, UINT64_C(2000000000), 10000000) == 0);
+    tickclock_duration d;
+    tickclock_duration_get(t0, tickclock_now(), &d);
+    int64_t err = d.ns - (int64_t)(g.w.now_ns - w0);
+    INFO("2 s after the minute: error " << err << " ns, bound " << d.bound_ns);
+    CHECK((uint64_t)(err < 0 ? -err : err) <= d.bound_ns);
+  }
+
+  TEST_CASE("the page's rate, unanchored, is checked once CLOCK_MONOTONIC_RAW is back") {
+    if (fake::x86_only("the kvm-clock page")) return;
+    unanchored_minute(true);
+  }
+
+  TEST_CASE("CLOCK_MONOTONIC_RAW denied for good: a page's rate nothing can check is left") {
+    if (fake::x86_only("the kvm-clock page")) return;
+    unanchored_minute(false);
+  }
+
   // ---- the host rewrites the page after the choice ----------------------
 
   namespace {

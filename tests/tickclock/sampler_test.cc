@@ -341,8 +341,9 @@ TEST_CASE("p = 1 times everything: the total is exact; bad arguments are refused
 // many page calls were timed; by kind, it is their spread among
 // themselves, and it still holds at 95 %.
 TEST_CASE("post-stratified by kind: holds at 95 % and is far narrower where rare calls are slow") {
-  const size_t n = 200000;
-  const double p = 1.0 / 16;
+  // sized to stay well inside the i686 cell's time under QEMU user mode
+  const size_t n = 40000;
+  const double p = 1.0 / 4;
   std::vector<double> y(n);
   std::vector<int> heavy(n);
   uint64_t g = 4242;
@@ -352,7 +353,7 @@ TEST_CASE("post-stratified by kind: holds at 95 % and is far narrower where rare
     y[i] = heavy[i] ? 4000 + 2000 * unit(g) : -30 * std::log(unit(g));
     total += y[i];
   }
-  const int trials = 1000;
+  const int trials = 500;
   int held_plain = 0, held_strat = 0, flagged = 0;
   double half_plain = 0, half_strat = 0, rel = 0;
   for (int t = 0; t < trials; t++) {
@@ -386,13 +387,15 @@ TEST_CASE("post-stratified by kind: holds at 95 % and is far narrower where rare
     rel += (est - total) / total;
   }
   printf(
-      "sampler post-stratified: p = 1/16, %zu executions (1 in 227 at ~177x), %d trials: held "
+      "sampler post-stratified: p = 1/4, %zu executions (1 in 227 at ~177x), %d trials: held "
       "%.1f %% (unstratified %.1f %%), mean half-width %.2f %% of the total (unstratified "
       "%.2f %%), flagged %d, mean relative error %+.3f %%\n",
       n, trials, 100.0 * held_strat / trials, 100.0 * held_plain / trials,
       100 * half_strat / trials, 100 * half_plain / trials, flagged, 100 * rel / trials);
-  CHECK(held_strat >= 0.94 * trials);
-  CHECK(flagged == 0);                     // ~55 page calls timed, no skew among them
+  CHECK(held_strat >= 0.93 * trials);  // 95 % less two standard errors of 500 trials
+  // ~44 page calls timed, no skew among them: flagged only where fewer
+  // than 28 of them were (Poisson, about 1 % of the trials)
+  CHECK(flagged <= trials / 20);
   CHECK(half_strat < 0.5 * half_plain);    // the count's chance is gone
   CHECK(std::fabs(rel / trials) < 0.002);  // unbiased
 }
