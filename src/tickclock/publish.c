@@ -311,8 +311,9 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust, 
 static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trust) {
   int counter = TKC_COUNTER != 0 && st->source == TKC_COUNTER;
   int os_path = tkc_os_syscall_on() ? TICKCLOCK_READ_OS_SYSCALL : TICKCLOCK_READ_OS;
-  uint64_t t, lo, r0, r1;
-  double allow;
+  uint64_t t = 0, lo = 0, r0 = 0, r1 = 0;
+  double allow = 0;
+  int k;
   st->src_conv = st->conv;
   st->prev = old;
   st->tkc_cont_bound_ns = 0;
@@ -330,14 +331,26 @@ static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trus
     tkc_unit_same_counter(old, st, t);
     return;
   }
-  /* the new source first, then the bound: readings start at or above it */
-  r0 = tkc_p_raw_ns();
-  st->src_base = counter ? tkc_p_counter_ordered() : tkc_p_os_ns();
-  /* the OS clock before and after: the new source's reading is the old
-   * one's too (a second read would step forward by the time between them,
-   * microseconds under emulation) */
-  t = tkc_now_bound(old, trust, counter ? 0 : st->src_base, &lo, &allow);
-  r1 = tkc_p_raw_ns();
+  /* the new source first, then the bound: readings start at or above it.
+   * The new source's readings continue from it ahead by the time between
+   * the two reads (r0, r1 on the raw clock bracket it), so a pair that an
+   * interrupt or a preemption split is read again: the tightest of a few
+   * tries is kept (any one of them keeps readings from going back) */
+  for (k = 0; k < TKC_CONT_TRIES; k++) {
+    uint64_t a0 = tkc_p_raw_ns(), base, bt, blo, a1;
+    double ballow;
+    base = counter ? tkc_p_counter_ordered() : tkc_p_os_ns();
+    /* for the OS clock its one reading is the old state's too (a second
+     * read would step forward by the time between them, microseconds
+     * under emulation) */
+    bt = tkc_now_bound(old, trust, counter ? 0 : base, &blo, &ballow);
+    a1 = tkc_p_raw_ns();
+    if (k == 0 || (a1 >= a0 && a1 - a0 < r1 - r0)) {
+      r0 = a0, r1 = a1, st->src_base = base, t = bt, lo = blo, allow = ballow;
+    }
+    /* tight enough, or no raw clock to tell a split pair by */
+    if (a0 == 0 || a1 < a0 || a1 - a0 <= TKC_CONT_TIGHT_NS) break;
+  }
   tkc_unit_mapped(old, st, t, lo, r0, r1, allow, trust != TKC_OLD_HEALTHY && tkc_reads_counter(old),
                   counter ? TICKCLOCK_READ_COUNTER_MAPPED : os_path);
 }

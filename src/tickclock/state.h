@@ -60,6 +60,14 @@ TKC_INTERNAL void tkc_reset_world(void);
  * next of those calls (a break's window is kept all the same). */
 #define TKC_READY_SLOTS 6
 
+/* A switch between sources reads the new one and then the old one: the
+ * time between the two (bracketed on CLOCK_MONOTONIC_RAW, normally a few
+ * hundred ns) is a forward step the new state starts with. A pair split
+ * by an interrupt or a preemption (20-80 us on guests that stall vCPUs)
+ * is read again, up to this many times, until the bracket is this tight. */
+#define TKC_CONT_TRIES 4
+#define TKC_CONT_TIGHT_NS UINT64_C(2000)
+
 /* How the old state's counter may be read when a state replaces it (its
  * health, not a trust verdict: those are decide.h's TKC_TRUST_*). */
 #define TKC_OLD_HEALTHY 0    /* a re-initialisation: read it */

@@ -7,12 +7,15 @@
 // reads, and on x86 RDTSC disabled after init; a case that cannot exist on
 // the target ISA says why (TICKCLOCK_SKIPPED).
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "doctest/doctest.h"
+#include "tests/support/child.h"
 #include "tests/support/fake_platform.h"
 
 namespace {
@@ -628,6 +631,95 @@ TEST_CASE("one tick unit: a re-calibration and two switches keep earlier ticks c
   CHECK(first->generation + 3 == back->generation);
   CHECK(first->read_path == TICKCLOCK_READ_COUNTER);
   CHECK(os->source == TICKCLOCK_SOURCE_SYSTEM);
+}
+
+namespace {
+// One switch (to the OS clock, or back to the counter from it) with a
+// 50 us stall before its k-th read (0: none), in a fresh child process
+// (a process holds at most TICKCLOCK_MAX_STATES states): the forward step
+// it starts with (to_ns across it minus the simulated time), the reads it
+// made; failed names the expectation that did not hold, if one did not.
+struct SwitchRun {
+  int64_t step;
+  uint64_t reads;
+  const char *failed;
+};
+SwitchRun stalled_switch(bool back, uint64_t k) {
+  SwitchRun *out = static_cast<SwitchRun *>(
+      mmap(nullptr, sizeof(SwitchRun), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(out != MAP_FAILED);
+  *out = {0, 0, "the child did not finish"};
+  pid_t pid = fork();
+  if (pid == 0) {
+    Installed f;
+    tkc_set_platform(&f.p);
+    tickclock_revalidate_every(0);
+    tickclock_config sys = {TICKCLOCK_SOURCE_SYSTEM, 0, 0};
+    const tickclock_info *i;
+    if (tickclock_init(NULL) != TICKCLOCK_OK || tickclock_info_get()->source != kCnt) {
+      out->failed = "the first state is the counter";
+      _exit(0);
+    }
+    f.w.now_ns += 40000000;
+    if (back) {
+      if (tickclock_init(&sys) != TICKCLOCK_OK) _exit(0);
+      f.w.now_ns += 60000000;
+    }
+    uint64_t before = tickclock_to_ns(tickclock_now()), t_before = f.w.now_ns;
+    uint64_t first = f.w.reads;
+    f.w.stall_ns = 50000;
+    f.w.stall_before = k == 0 ? 0 : first + k;
+    if (tickclock_init(back ? NULL : &sys) != TICKCLOCK_OK) {
+      out->failed = "the switch returns TICKCLOCK_OK";
+      _exit(0);
+    }
+    out->reads = f.w.reads - first;
+    i = tickclock_info_get();
+    uint64_t after = tickclock_to_ns(tickclock_now()), t_after = f.w.now_ns;
+    out->step = (int64_t)(after - before) - (int64_t)(t_after - t_before);
+    out->failed = i->source != (back ? kCnt : TICKCLOCK_SOURCE_SYSTEM) ? "the switch's source"
+                  : after < before                                    ? "to_ns never decreases"
+                                                                      : nullptr;
+    _exit(0);
+  }
+  REQUIRE(pid > 0);
+  int st = tctest::wait_child(pid, 10000);
+  CHECK(st == 0);
+  SwitchRun r = *out;
+  munmap(out, sizeof(SwitchRun));
+  return r;
+}
+}  // namespace
+
+TEST_CASE("a switch whose two readings a stall splits reads them again: no step from the stall") {
+  // A switch reads the new source and then the old one; the new state's
+  // readings continue ahead by the time between the two. A 50 us stall is
+  // put before each of the last 64 reads the switch makes (its
+  // publication: the readings it continues from are read last), each time
+  // in a fresh process: wherever it lands, the step is the calm switch's to
+  // within 1 us (the calm one's is the counter's rate error over the
+  // switch). Read once, the pair split by the stall before the switch's
+  // last read but one stepped 50 us forward.
+  if (no_counter("a stalled switch")) return;
+  for (int back = 0; back < 2; back++) {
+    std::string what = back ? "back to the counter" : "to the OS clock";
+    SwitchRun calm = stalled_switch(back != 0, 0);
+    INFO(what << ": " << calm.reads << " reads, calm step " << calm.step << " ns");
+    if (calm.failed != nullptr) FAIL(calm.failed);
+    CHECK(calm.step <= 5000);
+    int64_t worst = INT64_MIN;
+    uint64_t worst_k = 0;
+    REQUIRE(calm.reads > 64);
+    for (uint64_t k = calm.reads - 63; k <= calm.reads; k++) {
+      SwitchRun r = stalled_switch(back != 0, k);
+      INFO("stall before read " << k << ": step " << r.step << " ns");
+      if (r.failed != nullptr) FAIL_CHECK(r.failed);
+      CHECK(r.step - calm.step <= 1000);
+      if (r.step > worst) worst = r.step, worst_k = k;
+    }
+    MESSAGE(what << ": a stall before each of the last 64 of " << calm.reads << " reads, worst step " << worst
+                 << " ns (before read " << worst_k << "), calm " << calm.step << " ns");
+  }
 }
 
 TEST_CASE(

@@ -192,6 +192,14 @@ struct FakeWorld {
   void (*interrupt)(void *arg) = nullptr;
   void *interrupt_arg = nullptr;
   uint64_t interrupt_at_raw = 0, raw_reads = 0;
+  // A stall (an interrupt, a preemption, a vCPU the host descheduled)
+  // just before the stall_before-th read of any clock or counter, counted
+  // in reads: stall_ns of time passes between that read and the one
+  // before it.
+  uint64_t reads = 0, stall_before = 0, stall_ns = 0;
+  void read_starts() {
+    if (++reads == stall_before) now_ns += stall_ns;
+  }
   // A rate change (a VM restored onto a host with another TSC rate and no
   // scaling): from rate_from_ns on (counter time) the counter runs at
   // num2/den2 ticks per ns.
@@ -386,6 +394,7 @@ inline void pvclock(void *ctx, int kind, tickclock_pvclock_page *pv) {
 inline uint64_t counter(void *ctx) {
   FakeWorld *w = W(ctx);
   if (w->prctl_mode == TICKCLOCK_PRCTL_SIGSEGV) w->counter_traps++;
+  w->read_starts();
   w->now_ns += w->read_cost_ns;
   w->counter_reads++;
   if (w->migrate_every_read) w->cpu ^= 1;
@@ -395,6 +404,7 @@ inline uint64_t counter(void *ctx) {
 inline uint64_t clock_ns(void *ctx) {  // through the vDSO
   FakeWorld *w = W(ctx);
   if (w->prctl_mode == TICKCLOCK_PRCTL_SIGSEGV) w->vdso_traps++;
+  w->read_starts();
   w->now_ns += w->os_cost_ns;
   return w->now_ns;
 }
@@ -402,6 +412,7 @@ inline uint64_t clock_ns(void *ctx) {  // through the vDSO
 inline uint64_t clock_ns_sys(void *ctx) {  // the system call: slower, never traps
   FakeWorld *w = W(ctx);
   w->syscall_reads++;
+  w->read_starts();
   w->now_ns += 4 * w->os_cost_ns;
   return w->now_ns;
 }
