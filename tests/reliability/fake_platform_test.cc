@@ -678,8 +678,8 @@ SwitchRun stalled_switch(bool back, uint64_t k) {
     uint64_t after = tickclock_to_ns(tickclock_now()), t_after = f.w.now_ns;
     out->step = (int64_t)(after - before) - (int64_t)(t_after - t_before);
     out->failed = i->source != (back ? kCnt : TICKCLOCK_SOURCE_SYSTEM) ? "the switch's source"
-                  : after < before                                    ? "to_ns never decreases"
-                                                                      : nullptr;
+                  : after < before                                     ? "to_ns never decreases"
+                                                                       : nullptr;
     _exit(0);
   }
   REQUIRE(pid > 0);
@@ -717,8 +717,9 @@ TEST_CASE("a switch whose two readings a stall splits reads them again: no step 
       CHECK(r.step - calm.step <= 1000);
       if (r.step > worst) worst = r.step, worst_k = k;
     }
-    MESSAGE(what << ": a stall before each of the last 64 of " << calm.reads << " reads, worst step " << worst
-                 << " ns (before read " << worst_k << "), calm " << calm.step << " ns");
+    MESSAGE(what << ": a stall before each of the last 64 of " << calm.reads
+                 << " reads, worst step " << worst << " ns (before read " << worst_k << "), calm "
+                 << calm.step << " ns");
   }
 }
 
