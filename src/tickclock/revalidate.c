@@ -415,11 +415,19 @@ int tkc_unanchored_locked(const tickclock_info *s, uint64_t now_unit) {
   if (now_unit >=
       tkc_after(s, *since,
                 (uint64_t)TKC_UNANCHORED_PERIODS * tkc_checks()->reval_ms * UINT64_C(1000000))) {
-    char why[160];
-    tkc_fmt(why, sizeof why,
-            "its rate (%s) was never checked: CLOCK_MONOTONIC_RAW could not be read for %u "
-            "check periods",
-            s->freq_detail, (unsigned)TKC_UNANCHORED_PERIODS);
+    char why[200];
+    /* the raw clock readable, the tries failed otherwise: each bracket
+     * spanned a suspend or saw the counter go back */
+    if (tkc_p_raw_ns() == 0)
+      tkc_fmt(why, sizeof why,
+              "its rate (%s) was never checked: CLOCK_MONOTONIC_RAW could not be read for %u "
+              "check periods",
+              s->freq_detail, (unsigned)TKC_UNANCHORED_PERIODS);
+    else
+      tkc_fmt(why, sizeof why,
+              "its rate (%s) was never checked: for %u check periods every bracket against "
+              "CLOCK_MONOTONIC_RAW spanned a suspend or saw the counter go back",
+              s->freq_detail, (unsigned)TKC_UNANCHORED_PERIODS);
     tkc_switch_to_os(s, why, TKC_OLD_FAILED);
     return TICKCLOCK_SWITCHED;
   }

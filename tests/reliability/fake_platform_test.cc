@@ -709,8 +709,7 @@ TEST_CASE("a switch whose two readings a stall splits reads them again: no step 
     CHECK(calm.step <= 5000);
     int64_t worst = INT64_MIN;
     uint64_t worst_k = 0;
-    REQUIRE(calm.reads > 64);
-    for (uint64_t k = calm.reads - 63; k <= calm.reads; k++) {
+    for (uint64_t k = calm.reads > 64 ? calm.reads - 63 : 1; k <= calm.reads; k++) {
       SwitchRun r = stalled_switch(back != 0, k);
       INFO("stall before read " << k << ": step " << r.step << " ns");
       if (r.failed != nullptr) FAIL_CHECK(r.failed);

@@ -233,6 +233,31 @@ TEST_SUITE("x86") {
     unanchored_minute(false);
   }
 
+  TEST_CASE("a page's rate no bracket can check (a suspend in each) is left, saying so") {
+    // CLOCK_MONOTONIC_RAW readable, but every try at a sample spans a
+    // suspend: the reason names that, not an unreadable clock.
+    if (fake::x86_only("the kvm-clock page")) return;
+    Guest g;
+    g.w.pv_publish((uint64_t)(2.5e9 * (1 - 4000e-6)));  // 0.4 % slow
+    g.w.raw_fail = 1;
+    const tickclock_info *i = g.start();
+    REQUIRE(i->source == TICKCLOCK_SOURCE_TSC);  // published, without an anchor
+    REQUIRE(i->freq_pending_check == 1);
+    g.w.raw_fail = 0;
+    g.w.suspend_every = 1;  // at every reading of the suspended time
+    g.w.suspend_for_ns = 10000000;
+    for (int k = 0; k < 60 && tickclock_info_get()->source == TICKCLOCK_SOURCE_TSC; k++) {
+      g.w.now_ns += 1000000000;
+      (void)tickclock_to_ns(tickclock_now());
+    }
+    const tickclock_info *c = tickclock_info_get();
+    INFO(c->why);
+    CHECK(c->source == TICKCLOCK_SOURCE_SYSTEM);
+    CHECK(has(c->why, "never checked"));
+    CHECK(has(c->why, "spanned a suspend"));
+    CHECK(!has(c->why, "could not be read"));
+  }
+
   // ---- the host rewrites the page after the choice ----------------------
 
   namespace {

@@ -184,6 +184,9 @@ struct FakeWorld {
   // A suspend that happens while the library asks: at its suspend_at_call-th
   // reading of the suspended time (inside a bracket, say), suspend_for_ns.
   uint64_t suspend_at_call = 0, suspend_for_ns = 0, suspended_reads = 0;
+  // A machine that suspends at every suspend_every-th reading of the
+  // suspended time (0: never), for suspend_for_ns each time.
+  uint64_t suspend_every = 0;
   // CLOCK_MONOTONIC_RAW denied (a seccomp filter): its reads fail (0).
   int raw_fail = 0;
   // A signal handler that runs once, inside the interrupt_at_raw-th
@@ -422,6 +425,8 @@ inline void sleep_ns(void *ctx, uint64_t ns) { W(ctx)->now_ns += ns; }
 inline uint64_t suspended_ns(void *ctx) {
   FakeWorld *w = W(ctx);
   if (++w->suspended_reads == w->suspend_at_call) w->suspend(w->suspend_for_ns);
+  if (w->suspend_every != 0 && w->suspended_reads % w->suspend_every == 0)
+    w->suspend(w->suspend_for_ns);
   return w->suspended;
 }
 
