@@ -120,8 +120,9 @@ const tickclock_info *tkc_state_slow(void) {
 
 const tickclock_info *tickclock_info_get(void) { return tkc_state(); }
 
-/* A reading r of the OS clock whose nanoseconds are the unit's (offset
- * only) -> unit ticks: never below the base. */
+/* A reading r of the OS clock whose own ticks are the unit's (its
+ * nanoseconds; QPC counts on Windows; offset only) -> unit ticks: never
+ * below the base. */
 static uint64_t tkc_os_unit(const tickclock_info *s, uint64_t r) {
   return s->base_ticks + (r >= s->src_base ? r - s->src_base : 0);
 }
@@ -162,15 +163,16 @@ static uint64_t tkc_read(int ordered) {
   return tkc_map(s, r);
 }
 
-/* tickclock_now() off the inline counter read. The OS clock whose
- * nanoseconds are the unit (the OS clock first: TICKCLOCK_SOURCE_SYSTEM,
- * or no trusted counter) is read first thing, with nothing but the clock
- * read and an offset around it: the OS clock through the library costs
- * what the OS clock costs. A published state is all it needs (the
- * source is published after it); anything else goes through tkc_read. */
+/* tickclock_now() off the inline counter read. The OS clock whose own
+ * ticks (nanoseconds; QPC counts on Windows) are the unit (the OS clock
+ * first: TICKCLOCK_SOURCE_SYSTEM, or no trusted counter) is read first
+ * thing, with nothing but the clock read and an offset around it: the OS
+ * clock through the library costs what the OS clock costs. A published
+ * state is all it needs (the source is published after it); anything
+ * else goes through tkc_read. */
 uint64_t tkc_now_slow(void) {
   const tickclock_info *s;
-  /* the OS clock's nanoseconds unchanged: no state to load, no offset */
+  /* the OS clock's own ticks unchanged: no state to load, no offset */
   if (TKC_LIKELY(TKC_LOAD_RELAXED(&tkc_g_os_direct))) {
 #if defined(TICKCLOCK_TEST_FAKE_COUNTER)
     return tkc_p_os_ns();

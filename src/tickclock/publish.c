@@ -39,7 +39,8 @@ const tickclock_info *TKC_SHARED tkc_g_state = NULL;
 TKC_SHARED int tkc_g_os_direct = 0;
 #endif
 
-/* Whether a state's readings are the OS clock's nanoseconds unchanged. */
+/* Whether a state's readings are the OS clock's own ticks unchanged
+ * (nanoseconds; QPC counts on Windows). */
 static int tkc_os_direct_state(const tickclock_info *s) {
   return s->read_path == TICKCLOCK_READ_OS && s->src_is_unit && s->base_ticks == s->src_base;
 }
