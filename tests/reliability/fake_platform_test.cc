@@ -722,6 +722,88 @@ TEST_CASE("a switch whose two readings a stall splits reads them again: no step 
   }
 }
 
+namespace {
+// Stalls and a suspend at chosen reads of CLOCK_MONOTONIC_RAW (counted
+// from when it is armed), run by the fake's handler hook inside those
+// reads, and a reading of the published state taken there (as another
+// thread, or a handler, would while a switch reads its tries).
+struct RawScript {
+  FakeWorld *w = nullptr;
+  uint64_t n = 0, stall_at[4] = {0, 0, 0, 0}, stall_ns[4] = {0, 0, 0, 0}, suspend_at = 0,
+           read_at = 0;
+  uint64_t taken = 0;
+  static void on_raw(void *a) {
+    RawScript *s = static_cast<RawScript *>(a);
+    s->n++;
+    for (int j = 0; j < 4; j++)
+      if (s->stall_at[j] == s->n) s->w->now_ns += s->stall_ns[j];
+    if (s->suspend_at == s->n) s->w->suspend(UINT64_C(1000000000));
+    if (s->read_at == s->n) s->taken = tickclock_now();
+    s->w->interrupt_at_raw = s->w->raw_reads + 1;
+  }
+  void arm(FakeWorld *world) {
+    w = world;
+    w->interrupt = on_raw;
+    w->interrupt_arg = this;
+    w->interrupt_at_raw = w->raw_reads + 1;
+  }
+};
+}  // namespace
+
+TEST_CASE("a switch keeps an earlier try only if the old counter ran with the raw clock since") {
+  // A switch from the counter to the OS clock keeps the tightest of its
+  // tries; the counter counts through a suspend, CLOCK_MONOTONIC and
+  // CLOCK_MONOTONIC_RAW do not. A suspend (1 s) right after the first
+  // try, whose bracket a stall widened (10 us), and three tries after it
+  // widened more (20 us): the first try's pair predates the suspend, the
+  // readings the old state hands out meanwhile (taken in the last try)
+  // include it. Kept, the first try would start the OS clock's readings
+  // 1 s below them.
+  if (no_counter("a suspend between a switch's tries")) return;
+  uint64_t *n = static_cast<uint64_t *>(
+      mmap(nullptr, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(n != MAP_FAILED);
+  tickclock_config sys = {TICKCLOCK_SOURCE_SYSTEM, 0, 0};
+  // the calm switch's reads of the raw clock: its one try reads the last two
+  tctest::check_clean(tctest::in_child([&] {
+    Installed f;
+    EXPECT(f.init()->source == kCnt);
+    f.w.now_ns += 40000000;
+    RawScript s;
+    s.arm(&f.w);
+    EXPECT(tickclock_init(&sys) == TICKCLOCK_OK);
+    *n = s.n;
+  }));
+  REQUIRE(*n >= 2);
+  uint64_t a1 = *n;
+  MESSAGE("the calm switch reads the raw clock " << a1 << " times");
+  tctest::check_clean(tctest::in_child([&] {
+    Installed f;
+    EXPECT(f.init()->source == kCnt);
+    EXPECT(f.w.counts_in_suspend == 1);
+    f.w.now_ns += 40000000;
+    RawScript s;
+    // each try's bracket widened by a stall before its second raw read,
+    // the later ones' more than the first's
+    for (int j = 0; j < 4; j++) s.stall_at[j] = a1 + 2 * j, s.stall_ns[j] = j == 0 ? 10000 : 20000;
+    s.suspend_at = a1;
+    s.read_at = a1 + 6;
+    s.arm(&f.w);
+    EXPECT(tickclock_init(&sys) == TICKCLOCK_OK);
+    EXPECT(tickclock_info_get()->source == TICKCLOCK_SOURCE_SYSTEM);
+    EXPECT(s.n == a1 + 6);  // four tries
+    EXPECT(s.taken != 0);
+    uint64_t after = tickclock_now();
+    fprintf(stderr,
+            "old state's reading in the last try %llu, the new state's after %llu (%lld ns)\n",
+            (unsigned long long)s.taken, (unsigned long long)after,
+            (long long)tickclock_delta_ns(s.taken, after));
+    EXPECT(after >= s.taken);
+    EXPECT(tickclock_to_ns(after) >= tickclock_to_ns(s.taken));
+  }));
+  munmap(n, sizeof(uint64_t));
+}
+
 TEST_CASE(
     "the OS clock first: tickclock_now() is the OS clock's ns plus the state's offset, "
     "to_ns the identity") {
