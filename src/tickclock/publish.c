@@ -348,7 +348,8 @@ static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trus
      * under emulation) */
     bt = tkc_now_bound(old, trust, counter ? 0 : base, &blo, &ballow);
     a1 = tkc_p_raw_ns();
-    if (k == 0 || (a1 >= a0 && a1 - a0 < r1 - r0)) {
+    /* (a try the raw clock failed to bracket never replaces one it did) */
+    if (k == 0 || (a0 != 0 && a1 >= a0 && a1 - a0 < r1 - r0)) {
       r0 = a0, r1 = a1, base0 = base, t = bt, lo = blo, allow = ballow, kept = k;
     }
     l_r0 = a0, l_r1 = a1, l_base = base, l_t = bt, l_lo = blo, l_allow = ballow, last = k;

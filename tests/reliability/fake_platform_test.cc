@@ -730,7 +730,7 @@ namespace {
 struct RawScript {
   FakeWorld *w = nullptr;
   uint64_t n = 0, stall_at[4] = {0, 0, 0, 0}, stall_ns[4] = {0, 0, 0, 0}, suspend_at = 0,
-           read_at = 0;
+           read_at = 0, deny_at = 0;
   uint64_t taken = 0;
   static void on_raw(void *a) {
     RawScript *s = static_cast<RawScript *>(a);
@@ -739,6 +739,10 @@ struct RawScript {
       if (s->stall_at[j] == s->n) s->w->now_ns += s->stall_ns[j];
     if (s->suspend_at == s->n) s->w->suspend(UINT64_C(1000000000));
     if (s->read_at == s->n) s->taken = tickclock_now();
+    // the raw clock denied from here on, and a stall splitting the pair
+    // of the try this read opens (its two reads go uncounted: they fail)
+    if (s->deny_at == s->n)
+      s->w->raw_fail = 1, s->w->stall_before = s->w->reads + 2, s->w->stall_ns = 200000;
     s->w->interrupt_at_raw = s->w->raw_reads + 1;
   }
   void arm(FakeWorld *world) {
@@ -800,6 +804,51 @@ TEST_CASE("a switch keeps an earlier try only if the old counter ran with the ra
             (long long)tickclock_delta_ns(s.taken, after));
     EXPECT(after >= s.taken);
     EXPECT(tickclock_to_ns(after) >= tickclock_to_ns(s.taken));
+  }));
+  munmap(n, sizeof(uint64_t));
+}
+
+TEST_CASE("a switch's try the raw clock could not bracket never replaces one it bracketed") {
+  // CLOCK_MONOTONIC_RAW denied from the second try on (a seccomp filter
+  // another thread installed): the first try's bracket, widened to 10 us
+  // by a stall after its pair, is measured; the second's pair, split by a
+  // 200 us stall, is not (its two raw reads fail, 0 - 0 is no width).
+  // Kept, it would step 200 us forward under a bound that assumed 100 us.
+  if (no_counter("a raw clock denied between a switch's tries")) return;
+  uint64_t *n = static_cast<uint64_t *>(
+      mmap(nullptr, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(n != MAP_FAILED);
+  tickclock_config sys = {TICKCLOCK_SOURCE_SYSTEM, 0, 0};
+  tctest::check_clean(tctest::in_child([&] {
+    Installed f;
+    EXPECT(f.init()->source == kCnt);
+    f.w.now_ns += 40000000;
+    RawScript s;
+    s.arm(&f.w);
+    EXPECT(tickclock_init(&sys) == TICKCLOCK_OK);
+    *n = s.n;
+  }));
+  REQUIRE(*n >= 2);
+  uint64_t a1 = *n;
+  tctest::check_clean(tctest::in_child([&] {
+    Installed f;
+    EXPECT(f.init()->source == kCnt);
+    f.w.now_ns += 40000000;
+    RawScript s;
+    s.stall_at[0] = a1, s.stall_ns[0] = 10000;
+    s.deny_at = a1 + 1;
+    uint64_t before = tickclock_to_ns(tickclock_now()), t_before = f.w.now_ns;
+    s.arm(&f.w);
+    EXPECT(tickclock_init(&sys) == TICKCLOCK_OK);
+    const tickclock_info *i = tickclock_info_get();
+    EXPECT(i->source == TICKCLOCK_SOURCE_SYSTEM);
+    EXPECT(f.w.raw_fail == 1);
+    uint64_t after = tickclock_to_ns(tickclock_now()), t_after = f.w.now_ns;
+    int64_t step = (int64_t)(after - before) - (int64_t)(t_after - t_before);
+    fprintf(stderr, "step %lld ns, stated bound %llu ns\n", (long long)step,
+            (unsigned long long)i->tkc_cont_bound_ns);
+    EXPECT(step <= 20000);
+    EXPECT(step <= (int64_t)i->tkc_cont_bound_ns);
   }));
   munmap(n, sizeof(uint64_t));
 }
