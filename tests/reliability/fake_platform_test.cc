@@ -752,6 +752,30 @@ struct RawScript {
     w->interrupt_at_raw = w->raw_reads + 1;
   }
 };
+
+// How many times a calm switch from the counter to the OS clock, 40 ms
+// after first use, reads the raw clock (in a child): its one try reads
+// the last two.
+uint64_t calm_switch_raw_reads() {
+  uint64_t *n = static_cast<uint64_t *>(
+      mmap(nullptr, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(n != MAP_FAILED);
+  *n = 0;
+  tctest::check_clean(tctest::in_child([&] {
+    Installed f;
+    EXPECT(f.init()->source == kCnt);
+    f.w.now_ns += 40000000;
+    RawScript s;
+    s.arm(&f.w);
+    tickclock_config sys = {TICKCLOCK_SOURCE_SYSTEM, 0, 0};
+    EXPECT(tickclock_init(&sys) == TICKCLOCK_OK);
+    *n = s.n;
+  }));
+  uint64_t r = *n;
+  munmap(n, sizeof(uint64_t));
+  REQUIRE(r >= 2);
+  return r;
+}
 }  // namespace
 
 TEST_CASE("a switch keeps an earlier try only if the old counter ran with the raw clock since") {
@@ -764,22 +788,8 @@ TEST_CASE("a switch keeps an earlier try only if the old counter ran with the ra
   // include it. Kept, the first try would start the OS clock's readings
   // 1 s below them.
   if (no_counter("a suspend between a switch's tries")) return;
-  uint64_t *n = static_cast<uint64_t *>(
-      mmap(nullptr, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  REQUIRE(n != MAP_FAILED);
   tickclock_config sys = {TICKCLOCK_SOURCE_SYSTEM, 0, 0};
-  // the calm switch's reads of the raw clock: its one try reads the last two
-  tctest::check_clean(tctest::in_child([&] {
-    Installed f;
-    EXPECT(f.init()->source == kCnt);
-    f.w.now_ns += 40000000;
-    RawScript s;
-    s.arm(&f.w);
-    EXPECT(tickclock_init(&sys) == TICKCLOCK_OK);
-    *n = s.n;
-  }));
-  REQUIRE(*n >= 2);
-  uint64_t a1 = *n;
+  uint64_t a1 = calm_switch_raw_reads();
   MESSAGE("the calm switch reads the raw clock " << a1 << " times");
   tctest::check_clean(tctest::in_child([&] {
     Installed f;
@@ -805,7 +815,6 @@ TEST_CASE("a switch keeps an earlier try only if the old counter ran with the ra
     EXPECT(after >= s.taken);
     EXPECT(tickclock_to_ns(after) >= tickclock_to_ns(s.taken));
   }));
-  munmap(n, sizeof(uint64_t));
 }
 
 TEST_CASE("a switch's try the raw clock could not bracket never replaces one it bracketed") {
@@ -815,21 +824,8 @@ TEST_CASE("a switch's try the raw clock could not bracket never replaces one it 
   // 200 us stall, is not (its two raw reads fail, 0 - 0 is no width).
   // Kept, it would step 200 us forward under a bound that assumed 100 us.
   if (no_counter("a raw clock denied between a switch's tries")) return;
-  uint64_t *n = static_cast<uint64_t *>(
-      mmap(nullptr, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  REQUIRE(n != MAP_FAILED);
   tickclock_config sys = {TICKCLOCK_SOURCE_SYSTEM, 0, 0};
-  tctest::check_clean(tctest::in_child([&] {
-    Installed f;
-    EXPECT(f.init()->source == kCnt);
-    f.w.now_ns += 40000000;
-    RawScript s;
-    s.arm(&f.w);
-    EXPECT(tickclock_init(&sys) == TICKCLOCK_OK);
-    *n = s.n;
-  }));
-  REQUIRE(*n >= 2);
-  uint64_t a1 = *n;
+  uint64_t a1 = calm_switch_raw_reads();
   tctest::check_clean(tctest::in_child([&] {
     Installed f;
     EXPECT(f.init()->source == kCnt);
@@ -850,7 +846,6 @@ TEST_CASE("a switch's try the raw clock could not bracket never replaces one it 
     EXPECT(step <= 20000);
     EXPECT(step <= (int64_t)i->tkc_cont_bound_ns);
   }));
-  munmap(n, sizeof(uint64_t));
 }
 
 TEST_CASE(
