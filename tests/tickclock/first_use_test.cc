@@ -178,12 +178,18 @@ bool hypervisor_bit() {
 const int kChildren = 5;
 }  // namespace
 
-TEST_CASE("first use with the quick calibration: under 5 ms (best of 5 children)") {
+// What first use may cost: the quick calibration's own baseline (1 ms
+// where reads are fast; lengthened only as far as its brackets need for
+// its bound, 4 ms under ThreadSanitizer on a 2-vCPU guest), never the old
+// blocking 20 ms one, plus the gathering around it. Judged on the child
+// with the least gathering (best of 5): the first child pays for cold
+// caches and page faults.
+TEST_CASE("first use with the quick calibration: its own baseline plus under 3 ms (best of 5)") {
   if (!plan().usable) {
     tctest::skip("first use with calibration: " + plan().how());
     return;
   }
-  std::vector<double> ms;
+  std::vector<double> ms, base;
   for (int k = 0; k < kChildren; k++) {
     double v[3];
     REQUIRE(figures_from_child(
@@ -201,8 +207,15 @@ TEST_CASE("first use with the quick calibration: under 5 ms (best of 5 children)
     CHECK(v[1] == TICKCLOCK_SOURCE_TSC);
     MESSAGE("first use " << v[0] << " ms (calibration baseline " << v[2] << " ms)");
     ms.push_back(v[0]);
+    base.push_back(v[2]);
   }
-  CHECK(*std::min_element(ms.begin(), ms.end()) < 5.0);
+  size_t best = 0;
+  for (size_t k = 1; k < ms.size(); k++)
+    if (ms[k] - base[k] < ms[best] - base[best]) best = k;
+  INFO("best child: first use " << ms[best] << " ms, baseline " << base[best] << " ms");
+  CHECK(base[best] > 0.0);   // calibrated (no stated rate in this case)
+  CHECK(base[best] < 10.0);  // the quick calibration, not the 20 ms blocking one
+  CHECK(ms[best] - base[best] < 3.0);
 }
 
 TEST_CASE("first use with a stated frequency (a KVM timing leaf): under 1 ms, then confirmed") {
