@@ -306,16 +306,24 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust, 
   return TICKCLOCK_OK;
 }
 
+/* One try of a switch's pair of readings: the new source's (base), the
+ * old state's bound for it (t, lo, allow: tkc_now_bound), and the raw
+ * clock's two readings around them (r0, r1). */
+typedef struct tkc_cont_try {
+  uint64_t r0, r1, base, t, lo;
+  double allow;
+} tkc_cont_try;
+
 /* Fills the unit fields of st, a fresh decision, so that it continues old
  * (NULL for the first state): the readings here, the arithmetic in
  * unit.c. */
 static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trust) {
   int counter = TKC_COUNTER != 0 && st->source == TKC_COUNTER;
   int os_path = tkc_os_syscall_on() ? TICKCLOCK_READ_OS_SYSCALL : TICKCLOCK_READ_OS;
-  uint64_t t = 0, lo = 0, r0 = 0, r1 = 0, base0 = 0;
-  uint64_t l_t = 0, l_lo = 0, l_r0 = 0, l_r1 = 0, l_base = 0;
-  double allow = 0, l_allow = 0;
-  int k, kept = 0, last = 0;
+  uint64_t t, lo;
+  tkc_cont_try best = {0, 0, 0, 0, 0, 0}, last = best;
+  double allow;
+  int k, kept = 0, last_k = 0;
   st->src_conv = st->conv;
   st->prev = old;
   st->tkc_cont_bound_ns = 0;
@@ -340,33 +348,33 @@ static void tkc_continue(const tickclock_info *old, tickclock_info *st, int trus
    * tries is kept (any one of them keeps readings from going back while
    * the two sources run together, see below) */
   for (k = 0; k < TKC_CONT_TRIES; k++) {
-    uint64_t a0 = tkc_p_raw_ns(), base, bt, blo, a1;
-    double ballow;
-    base = counter ? tkc_p_counter_ordered() : tkc_p_os_ns();
+    tkc_cont_try c;
+    c.r0 = tkc_p_raw_ns();
+    c.base = counter ? tkc_p_counter_ordered() : tkc_p_os_ns();
     /* for the OS clock its one reading is the old state's too (a second
      * read would step forward by the time between them, microseconds
      * under emulation) */
-    bt = tkc_now_bound(old, trust, counter ? 0 : base, &blo, &ballow);
-    a1 = tkc_p_raw_ns();
+    c.t = tkc_now_bound(old, trust, counter ? 0 : c.base, &c.lo, &c.allow);
+    c.r1 = tkc_p_raw_ns();
     /* (a try the raw clock failed to bracket never replaces one it did) */
-    if (k == 0 || (a0 != 0 && a1 >= a0 && a1 - a0 < r1 - r0)) {
-      r0 = a0, r1 = a1, base0 = base, t = bt, lo = blo, allow = ballow, kept = k;
-    }
-    l_r0 = a0, l_r1 = a1, l_base = base, l_t = bt, l_lo = blo, l_allow = ballow, last = k;
+    if (k == 0 || (c.r0 != 0 && c.r1 >= c.r0 && c.r1 - c.r0 < best.r1 - best.r0))
+      best = c, kept = k;
+    last = c, last_k = k;
     /* tight enough, or no raw clock to tell a split pair by */
-    if (a0 == 0 || a1 < a0 || a1 - a0 <= TKC_CONT_TIGHT_NS) break;
+    if (c.r0 == 0 || c.r1 < c.r0 || c.r1 - c.r0 <= TKC_CONT_TIGHT_NS) break;
   }
   /* An earlier try's pair holds while the old source has run no faster
    * than the raw clock since: a counter counts through a suspend that
    * CLOCK_MONOTONIC(_RAW) does not, and the old state's readings handed
    * out after it, up to this publication, would lie above the new state's
    * (by the time suspended). Then the last pair, read after it. */
-  if (kept != last && lo != 0 && l_lo != 0 && l_r1 >= r0 &&
-      l_lo > tkc_after(old, lo, l_r1 - r0 + TKC_CONT_TIGHT_NS)) {
-    r0 = l_r0, r1 = l_r1, base0 = l_base, t = l_t, lo = l_lo, allow = l_allow;
-  }
-  st->src_base = base0;
-  tkc_unit_mapped(old, st, t, lo, r0, r1, allow, trust != TKC_OLD_HEALTHY && tkc_reads_counter(old),
+  if (kept != last_k && best.lo != 0 && last.lo != 0 && last.r1 >= best.r0 &&
+      last.lo > tkc_after(old, best.lo, last.r1 - best.r0 + TKC_CONT_TIGHT_NS))
+    best = last;
+  st->src_base = best.base;
+  t = best.t, lo = best.lo, allow = best.allow;
+  tkc_unit_mapped(old, st, t, lo, best.r0, best.r1, allow,
+                  trust != TKC_OLD_HEALTHY && tkc_reads_counter(old),
                   counter ? TICKCLOCK_READ_COUNTER_MAPPED : os_path);
 }
 
