@@ -194,6 +194,13 @@ uint64_t DeltaLast(const tickclock_conv& c) {
   return c.ns_int == 0 ? 1ull << 63 : LastBelow(c, 1ull << 63);
 }
 
+// The bits a block's OR of values must not have for every value in it to
+// be at most limit: those at and above the largest power of two not above
+// limit + 1 (none when limit is UINT64_MAX).
+uint64_t BitsAbove(uint64_t limit) {
+  return limit == UINT64_MAX ? 0 : ~((1ull << (63 - __builtin_clzll(limit + 1))) - 1);
+}
+
 // Whole vectors of in[x, end) without an integer part (never saturates:
 // t*f/2^64 < t), two at a time.
 template <Column kCol>
@@ -227,9 +234,7 @@ HWY_NOINLINE void TicksZero(const tickclock_conv& c, const uint64_t* in, uint64_
   // has no bit at or above k takes the bounded column (lim + 1 is a
   // multiple of 2^32, so k >= 32). Every t is within UINT64_MAX: no bit
   // to check (the blocks are kept: measured faster than a plain loop).
-  const uint64_t high_bits =
-      lim == UINT64_MAX ? 0 : ~((1ull << (63 - __builtin_clzll(lim + 1))) - 1);
-  const VU high = hn::Set(d, high_bits);
+  const VU high = hn::Set(d, BitsAbove(lim));
   // eight vectors at a time, held in registers: checked, then converted
   // from the registers (nothing is stored before the check, so out ==
   // in is safe); a block that fails takes the exact column
@@ -278,6 +283,42 @@ HWY_NOINLINE void TicksLoop(const tickclock_conv& c, const uint64_t* in, uint64_
   for (; x < n; ++x) out[x] = tickclock_conv_ticks_to_ns(&c, in[x]);
 }
 
+// All-ones in the lanes of a negative int64 (as u64 bits), zero elsewhere.
+HWY_INLINE VU SignMask(DU d, VU v) {
+  const hn::RebindToSigned<DU> di;
+  return hn::BitCast(d, hn::BroadcastSignBit(hn::BitCast(di, v)));
+}
+
+// One vector of deltas from its magnitudes (|INT64_MIN| = 2^63) and sign
+// masks: the magnitude converted, the sign put back. kSat: lanes whose
+// magnitude is above last become INT64_MAX / INT64_MIN (kept lanes convert
+// below 2^63, so the mask leaves them alone; a negative saturated lane
+// skips the +1 of the negation, which makes ~(2^63 - 1) = INT64_MIN).
+// Without kSat every lane must be one that is kept.
+template <IntForm kForm, Column kCol, bool kSat>
+HWY_INLINE VU DeltaFromMagnitude(DU d, VU mag, VU s, VU f, VU f_hi, VU i, VU i_hi, VU last,
+                                 VU int64_max) {
+  VU r = ScaleWrapped<kForm, kCol>(d, mag, f, f_hi, i, i_hi);
+  VU plus_one = s;  // the +1 of the two's-complement negation, negative lanes
+  if constexpr (kSat) {
+    const VU sat = Above(d, mag, last);
+    r = hn::And(hn::Or(r, sat), int64_max);
+    plus_one = hn::AndNot(sat, s);
+  } else {
+    (void)last, (void)int64_max;
+  }
+  return hn::Sub(hn::Xor(r, s), plus_one);
+}
+
+template <IntForm kForm, Column kCol, bool kSat>
+HWY_INLINE void StoreDelta(DU d, int64_t* o, VU mag, VU s, VU f, VU f_hi, VU i, VU i_hi, VU last,
+                           VU int64_max) {
+  const hn::RebindToSigned<DU> di;
+  hn::StoreU(hn::BitCast(di, DeltaFromMagnitude<kForm, kCol, kSat>(d, mag, s, f, f_hi, i, i_hi,
+                                                                   last, int64_max)),
+             di, o);
+}
+
 template <IntForm kForm, Column kCol>
 HWY_NOINLINE void DeltasLoop(const tickclock_conv& c, const int64_t* in, int64_t* out, size_t n,
                              uint64_t last_kept) {
@@ -287,26 +328,48 @@ HWY_NOINLINE void DeltasLoop(const tickclock_conv& c, const int64_t* in, int64_t
   const VU f = hn::Set(d, c.ns_frac), f_hi = hn::Set(d, c.ns_frac >> 32);
   const VU i = hn::Set(d, c.ns_int), i_hi = hn::Set(d, c.ns_int >> 32);
   const VU int64_max = hn::Set(d, 0x7FFFFFFFFFFFFFFFull);
-  // |d| <= 2^63. Without an integer part |d|*f/2^64 < 2^63 fits int64;
-  // otherwise both signs saturate exactly where the magnitude converts
-  // to 2^63 or more (-2^63 is INT64_MIN itself): one threshold.
+  // |d| <= 2^63. Without an integer part |d|*f/2^64 < 2^63 fits int64 and
+  // nothing saturates; otherwise both signs saturate exactly where the
+  // magnitude converts to 2^63 or more (-2^63 is INT64_MIN itself): one
+  // threshold. Compared per lane, that is five operations a vector; a
+  // block of four vectors whose magnitudes' OR has no bit of BitsAbove
+  // (durations in practice: 2^57 ticks at 24 MHz are 190 years) skips it
+  // for one OR a vector and a test a block.
+  constexpr bool kCanSaturate = kForm != IntForm::kZero;
   const VU last = hn::Set(d, last_kept ^ (1ull << 63));
+  const VU high = hn::Set(d, kCanSaturate ? BitsAbove(last_kept) : 0);
   size_t x = 0;
-  for (; x + N <= n; x += N) {
-    const auto v = hn::LoadU(di, in + x);
-    const VU s = hn::BitCast(d, hn::BroadcastSignBit(v));      // all-ones if negative
-    const VU mag = hn::Sub(hn::Xor(hn::BitCast(d, v), s), s);  // |v|, 2^63 for INT64_MIN
-    VU r = ScaleWrapped<kForm, kCol>(d, mag, f, f_hi, i, i_hi);
-    VU plus_one = s;  // the +1 of the two's-complement negation, negative lanes
-    if constexpr (kForm != IntForm::kZero) {
-      // saturated lanes become 2^63 - 1 (kept lanes convert below 2^63: the
-      // mask leaves them alone); where negative they skip the +1, which
-      // makes ~(2^63 - 1) = INT64_MIN
-      const VU sat = Above(d, mag, last);
-      r = hn::And(hn::Or(r, sat), int64_max);
-      plus_one = hn::AndNot(sat, s);
+  for (; x + 4 * N <= n; x += 4 * N) {
+    // all four loaded before anything is stored: out == in is safe
+    const VU v0 = hn::BitCast(d, hn::LoadU(di, in + x));
+    const VU v1 = hn::BitCast(d, hn::LoadU(di, in + x + N));
+    const VU v2 = hn::BitCast(d, hn::LoadU(di, in + x + 2 * N));
+    const VU v3 = hn::BitCast(d, hn::LoadU(di, in + x + 3 * N));
+    const VU s0 = SignMask(d, v0), s1 = SignMask(d, v1), s2 = SignMask(d, v2), s3 = SignMask(d, v3);
+    const VU m0 = hn::Sub(hn::Xor(v0, s0), s0), m1 = hn::Sub(hn::Xor(v1, s1), s1);
+    const VU m2 = hn::Sub(hn::Xor(v2, s2), s2), m3 = hn::Sub(hn::Xor(v3, s3), s3);
+    int64_t* o = out + x;
+    if (!kCanSaturate ||
+        HWY_LIKELY(hn::AllTrue(
+            d, hn::Eq(hn::And(hn::Or(hn::Or(m0, m1), hn::Or(m2, m3)), high), hn::Zero(d))))) {
+      StoreDelta<kForm, kCol, false>(d, o, m0, s0, f, f_hi, i, i_hi, last, int64_max);
+      StoreDelta<kForm, kCol, false>(d, o + N, m1, s1, f, f_hi, i, i_hi, last, int64_max);
+      StoreDelta<kForm, kCol, false>(d, o + 2 * N, m2, s2, f, f_hi, i, i_hi, last, int64_max);
+      StoreDelta<kForm, kCol, false>(d, o + 3 * N, m3, s3, f, f_hi, i, i_hi, last, int64_max);
+    } else {
+      StoreDelta<kForm, kCol, kCanSaturate>(d, o, m0, s0, f, f_hi, i, i_hi, last, int64_max);
+      StoreDelta<kForm, kCol, kCanSaturate>(d, o + N, m1, s1, f, f_hi, i, i_hi, last, int64_max);
+      StoreDelta<kForm, kCol, kCanSaturate>(d, o + 2 * N, m2, s2, f, f_hi, i, i_hi, last,
+                                            int64_max);
+      StoreDelta<kForm, kCol, kCanSaturate>(d, o + 3 * N, m3, s3, f, f_hi, i, i_hi, last,
+                                            int64_max);
     }
-    hn::StoreU(hn::BitCast(di, hn::Sub(hn::Xor(r, s), plus_one)), di, out + x);
+  }
+  for (; x + N <= n; x += N) {
+    const VU v = hn::BitCast(d, hn::LoadU(di, in + x));
+    const VU s = SignMask(d, v);
+    const VU mag = hn::Sub(hn::Xor(v, s), s);
+    StoreDelta<kForm, kCol, kCanSaturate>(d, out + x, mag, s, f, f_hi, i, i_hi, last, int64_max);
   }
   for (; x < n; ++x) out[x] = tickclock_conv_delta_to_ns(&c, in[x]);
 }

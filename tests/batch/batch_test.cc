@@ -322,6 +322,62 @@ TEST_CASE("batch kernels stay exact on both sides of the cheaper column's bound"
   ResetTargets();
 }
 
+// The delta kernels skip the per-lane saturation compare for a block
+// whose magnitudes all lie below a power of two that is kept. One lane
+// at the first saturating magnitude (or INT64_MIN), or at the last kept
+// one, among lanes far below it, at every position of a 64-element block
+// and with either sign, must come out as the scalar conversion has it; so
+// must a block of magnitudes at the largest power of two below the
+// threshold, where the block check's bit test and the lanes' compare
+// meet.
+TEST_CASE("delta kernels saturate a lone lane in a block of small deltas on every target") {
+  size_t saturating = 0;
+  for (auto& t : TargetsToTest()) {
+    ForceTarget(t.second);
+    INFO("target " << t.first);
+    for (const tickclock_conv& c : Convs()) {
+      INFO("ns_int " << c.ns_int << " ns_frac " << c.ns_frac);
+      const uint64_t first_sat = Int64SaturationPoint(c);  // 0: nothing saturates
+      if (first_sat == 0) continue;
+      ++saturating;
+      const uint64_t last_kept = first_sat - 1;
+      std::vector<uint64_t> lone = {first_sat, last_kept, 1ull << 63};
+      if (last_kept > 0) lone.push_back(1ull << (63 - __builtin_clzll(last_kept)));
+      for (uint64_t odd : lone) {
+        for (int sign : {1, -1}) {
+          if (sign > 0 && odd > (uint64_t)INT64_MAX) continue;
+          for (size_t pos = 0; pos < 64; ++pos) {
+            std::vector<int64_t> din(64 + 3);
+            for (size_t k = 0; k < din.size(); ++k)
+              din[k] = (int64_t)((last_kept >> 8) + k) * (k % 3 ? 1 : -1);
+            din[pos] = sign > 0 ? (int64_t)odd : (int64_t)(0 - odd);
+            std::vector<int64_t> want(din.size()), got(din.size()), inplace = din;
+            tb::scalar::DeltasToNs(c, din.data(), want.data(), din.size());
+            tb::DeltasToNs(c, din.data(), got.data(), din.size());
+            INFO("lane " << pos << " = " << din[pos]);
+            REQUIRE(got == want);
+            tb::DeltasToNs(c, inplace.data(), inplace.data(), inplace.size());
+            REQUIRE(inplace == want);
+          }
+        }
+      }
+      // a whole block at the power of two just below the threshold, both signs
+      if (last_kept > 0) {
+        const uint64_t p2 = 1ull << (63 - __builtin_clzll(last_kept));
+        std::vector<int64_t> din(67);
+        for (size_t k = 0; k < din.size(); ++k)
+          din[k] = k % 2 ? (int64_t)(0 - (p2 - k)) : (int64_t)(p2 - k);
+        std::vector<int64_t> want(din.size()), got(din.size());
+        tb::scalar::DeltasToNs(c, din.data(), want.data(), din.size());
+        tb::DeltasToNs(c, din.data(), got.data(), din.size());
+        REQUIRE(got == want);
+      }
+    }
+  }
+  CHECK(saturating > 0);  // the conversions above include ones that saturate
+  ResetTargets();
+}
+
 TEST_CASE("log2 histogram matches the scalar one on every target") {
   auto targets = TargetsToTest();
   Rng rng{42};
