@@ -289,6 +289,10 @@ HWY_INLINE VU SignMask(DU d, VU v) {
   return hn::BitCast(d, hn::BroadcastSignBit(hn::BitCast(di, v)));
 }
 
+// |v| of an int64 lane (as u64 bits) from its sign mask s: flip and add one
+// where negative; INT64_MIN's magnitude is 2^63, which u64 holds.
+HWY_INLINE VU Magnitude(VU v, VU s) { return hn::Sub(hn::Xor(v, s), s); }
+
 // One vector of deltas from its magnitudes (|INT64_MIN| = 2^63) and sign
 // masks: the magnitude converted, the sign put back. kSat: lanes whose
 // magnitude is above last become INT64_MAX / INT64_MIN (kept lanes convert
@@ -346,8 +350,8 @@ HWY_NOINLINE void DeltasLoop(const tickclock_conv& c, const int64_t* in, int64_t
     const VU v2 = hn::BitCast(d, hn::LoadU(di, in + x + 2 * N));
     const VU v3 = hn::BitCast(d, hn::LoadU(di, in + x + 3 * N));
     const VU s0 = SignMask(d, v0), s1 = SignMask(d, v1), s2 = SignMask(d, v2), s3 = SignMask(d, v3);
-    const VU m0 = hn::Sub(hn::Xor(v0, s0), s0), m1 = hn::Sub(hn::Xor(v1, s1), s1);
-    const VU m2 = hn::Sub(hn::Xor(v2, s2), s2), m3 = hn::Sub(hn::Xor(v3, s3), s3);
+    const VU m0 = Magnitude(v0, s0), m1 = Magnitude(v1, s1);
+    const VU m2 = Magnitude(v2, s2), m3 = Magnitude(v3, s3);
     int64_t* o = out + x;
     if (!kCanSaturate ||
         HWY_LIKELY(hn::AllTrue(
@@ -368,7 +372,7 @@ HWY_NOINLINE void DeltasLoop(const tickclock_conv& c, const int64_t* in, int64_t
   for (; x + N <= n; x += N) {
     const VU v = hn::BitCast(d, hn::LoadU(di, in + x));
     const VU s = SignMask(d, v);
-    const VU mag = hn::Sub(hn::Xor(v, s), s);
+    const VU mag = Magnitude(v, s);
     StoreDelta<kForm, kCol, kCanSaturate>(d, out + x, mag, s, f, f_hi, i, i_hi, last, int64_max);
   }
   for (; x < n; ++x) out[x] = tickclock_conv_delta_to_ns(&c, in[x]);
