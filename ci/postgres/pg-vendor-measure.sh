@@ -127,6 +127,7 @@ worst, waits, loads = [], [], []
 widths = {}          # (query, node) -> half-widths / total, nodes of >= 100 000 calls
 wide = []            # such nodes wider than +/-10 % of their total
 above = []           # sampled children estimated above their exact parent
+capped = {True: [0, 0], False: [0, 0]}  # check/plain: [held at the parent's time by the cap, sampled children of an exact parent]
 few = 0              # sampled nodes flagged Too Few
 def calls(node):
     return node["Actual Rows"] * node["Actual Loops"] + node["Actual Loops"]
@@ -146,6 +147,10 @@ def walk(node, query, undisturbed, calm, check, parent):
             widths.setdefault((query, label(node)), []).append(err / est)
             if err > 0.10 * est:
                 wide.append((err / est, query, label(node), est, err))
+        if parent is not None and parent.get("Actual Total Time Error") is None:
+            capped[check][1] += 1
+            # EXPLAIN prints 3 decimals: at the cap the two agree to 0.001 ms a loop
+            capped[check][0] += est * loops >= parent["Actual Total Time"] * parent["Actual Loops"] - 0.001 * max(loops, parent["Actual Loops"])
         if parent is not None and parent.get("Actual Total Time Error") is None and \
                 est * loops > parent["Actual Total Time"] * parent["Actual Loops"]:
             above.append((query, label(node), est * loops, label(parent),
@@ -193,6 +198,7 @@ print(f"LOAD={statistics.median(loads):.2f}")
 print(f"WIDE={len(wide)}")
 print(f"WIDTHS={sum(len(v) for v in widths.values())}")
 print(f"ABOVE={len(above)}")
+print(f"CAPPED={capped[False][0]} of {capped[False][1]} plain, {capped[True][0]} of {capped[True][1]} check")
 print(f"FEW={few}")
 for (q, n), v in sorted(widths.items()):
     print(f"WIDTH {q}: {n}: half-width median {100 * statistics.median(v):.1f} %, max {100 * max(v):.1f} % of the total ({len(v)} executions)")
@@ -222,6 +228,7 @@ log "  at a load average <= 5 (median $sample_load): $sample_kl of $sample_ml; t
 log "  intervals of nodes with >= 100 000 calls wider than +/-10 % of their total: $sample_wide of $sample_widths; sampled nodes flagged too few for their skewness: $sample_few"
 sed -n 's/^WIDTH /pg-vendor:   width /p; s/^WIDEST /pg-vendor:   wider than 10 %: /p' "$work/sample-check.txt"
 log "  sampled children estimated above their parent's exact total: $sample_above (check and plain runs)"
+log "  ... estimates held at their exact parent's total by the cap (the estimate went as high or higher): $(sed -nE 's/^CAPPED=//p' "$work/sample-check.txt")"
 sed -n 's/^ABOVE /pg-vendor:   above its parent: /p; s/^WORST /pg-vendor:   /p' "$work/sample-check.txt"
 
 # ------------------------------------------------------------- the table

@@ -6,7 +6,7 @@
 # warning flags (as errors), links with the implementation file the patch
 # adds, and its macros give the right intervals, and sampled timing's
 # arithmetic (the estimate's scaling, its error, the "+/-" text) is right
-# (instr_time_test.c). Also:
+# (instr_time_test.c); no sampled call starts straight out of a system call. Also:
 # ci/postgres/pg-vendor rejects a bad argument with one line and exit status 2.
 #   instr_time_test.sh PATCH ORIG_INSTR_TIME_H SINGLE_HEADER TEST_C C_H_STANDIN PG_VENDOR
 set -uo pipefail
@@ -54,6 +54,23 @@ for want in 'a/src/backend/utils/misc/guc.c:"explain_timing_sample_rate", PGC_US
     bad "patch adds to ${file#a/}: $text"
   fi
 done
+
+# A sampled call's start read has no system call just before it (the
+# thread's preemption count is read after a call's end): every added line
+# of instrument.c that takes a start read (tickclock_now_ordered), and the
+# eight added lines before it, must not read the count.
+near=$(awk '
+  /^diff --git / { keep = ($3 == "a/src/backend/executor/instrument.c"); n = 0; next }
+  keep && /^\+/ {
+    line[n % 9] = $0; n++
+    if ($0 ~ /tickclock_now_ordered\(\)/)
+      for (i = 0; i < 9 && i < n; i++) if (line[(n - 1 - i) % 9] ~ /instr_preemptions\(\)/) { print FNR; break }
+  }
+' "$patch_file")
+[[ -z "$near" ]] && ok "patch reads no preemption count just before a sampled call's start read" \
+  || bad "patch reads a preemption count just before a sampled call's start read (patch lines $(echo $near))"
+grep -q '^+.*tickclock_now_ordered()' <(awk '/^diff --git / { keep = ($3 == "a/src/backend/executor/instrument.c") } keep' "$patch_file") \
+  && ok "patch's instrument.c takes ordered start reads" || bad "patch's instrument.c takes ordered start reads"
 
 # PostgreSQL 15's warning flags (configure with gcc), as errors.
 PGFLAGS=(-O2 -Wall -Wmissing-prototypes -Wpointer-arith -Wdeclaration-after-statement
