@@ -149,8 +149,9 @@ def walk(node, query, undisturbed, calm, check, parent):
                 wide.append((err / est, query, label(node), est, err))
         if parent is not None and parent.get("Actual Total Time Error") is None:
             capped[check][1] += 1
-            # EXPLAIN prints 3 decimals: at the cap the two agree to 0.001 ms a loop
-            capped[check][0] += est * loops >= parent["Actual Total Time"] * parent["Actual Loops"] - 0.001 * max(loops, parent["Actual Loops"])
+            # EXPLAIN rounds each per-loop time to 0.001 ms: at the cap the two
+            # totals agree to within half of that per loop on each side
+            capped[check][0] += est > 0 and est * loops >= parent["Actual Total Time"] * parent["Actual Loops"] - 0.0005 * (loops + parent["Actual Loops"])
         if parent is not None and parent.get("Actual Total Time Error") is None and \
                 est * loops > parent["Actual Total Time"] * parent["Actual Loops"]:
             above.append((query, label(node), est * loops, label(parent),

@@ -55,22 +55,32 @@ for want in 'a/src/backend/utils/misc/guc.c:"explain_timing_sample_rate", PGC_US
   fi
 done
 
-# A sampled call's start read has no system call just before it (the
-# thread's preemption count is read after a call's end): every added line
-# of instrument.c that takes a start read (tickclock_now_ordered), and the
-# eight added lines before it, must not read the count.
-near=$(awk '
-  /^diff --git / { keep = ($3 == "a/src/backend/executor/instrument.c"); n = 0; next }
-  keep && /^\+/ {
-    line[n % 9] = $0; n++
-    if ($0 ~ /tickclock_now_ordered\(\)/)
-      for (i = 0; i < 9 && i < n; i++) if (line[(n - 1 - i) % 9] ~ /instr_preemptions\(\)/) { print FNR; break }
-  }
+# A sampled call's start read has no system call before it (the thread's
+# preemption count is read after a call's end): the functions that start
+# a sampled call (InstrStartSampled, InstrStartSampledTimed, both new in
+# instrument.c, and ExecProcNodeSampled in execProcnode.c) take an ordered
+# start read and never read the count.
+starts=$(awk '
+  /^diff --git / { file = $3; next }
+  /^\+(InstrStartSampled|InstrStartSampledTimed|ExecProcNodeSampled)\(/ { fn = substr($1, 2); sub(/\(.*/, "", fn); body = 1; next }
+  body && /^\+}/ { body = 0; print file, fn, reads, ordered; reads = ordered = 0; next }
+  body && /instr_preemptions\(/ { reads++ }
+  body && /tickclock_now_ordered\(\)/ { ordered++ }
 ' "$patch_file")
-[[ -z "$near" ]] && ok "patch reads no preemption count just before a sampled call's start read" \
-  || bad "patch reads a preemption count just before a sampled call's start read (patch lines $(echo $near))"
-grep -q '^+.*tickclock_now_ordered()' <(awk '/^diff --git / { keep = ($3 == "a/src/backend/executor/instrument.c") } keep' "$patch_file") \
-  && ok "patch's instrument.c takes ordered start reads" || bad "patch's instrument.c takes ordered start reads"
+for fn in InstrStartSampled InstrStartSampledTimed ExecProcNodeSampled; do
+  row=$(grep " $fn " <<<"$starts")
+  if [[ -z "$row" ]]; then
+    bad "patch adds $fn"
+  elif [[ $(awk '{ print $3 }' <<<"$row") -ne 0 ]]; then
+    bad "patch's $fn reads the preemption count (a system call before a sampled call's start)"
+  else
+    ok "patch's $fn reads no preemption count"
+  fi
+done
+for fn in InstrStartSampled InstrStartSampledTimed; do
+  [[ $(grep " $fn " <<<"$starts" | awk '{ print $4 }') -ge 1 ]] 2>/dev/null \
+    && ok "patch's $fn takes an ordered start read" || bad "patch's $fn takes an ordered start read"
+done
 
 # PostgreSQL 15's warning flags (configure with gcc), as errors.
 PGFLAGS=(-O2 -Wall -Wmissing-prototypes -Wpointer-arith -Wdeclaration-after-statement
