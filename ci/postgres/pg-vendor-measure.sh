@@ -148,14 +148,13 @@ def walk(node, query, undisturbed, calm, check, parent):
             if err > 0.10 * est:
                 wide.append((err / est, query, label(node), est, err))
         if parent is not None and parent.get("Actual Total Time Error") is None:
+            ptotal = parent["Actual Total Time"] * parent["Actual Loops"]
             capped[check][1] += 1
             # EXPLAIN rounds each per-loop time to 0.001 ms: at the cap the two
             # totals agree to within half of that per loop on each side
-            capped[check][0] += est > 0 and est * loops >= parent["Actual Total Time"] * parent["Actual Loops"] - 0.0005 * (loops + parent["Actual Loops"])
-        if parent is not None and parent.get("Actual Total Time Error") is None and \
-                est * loops > parent["Actual Total Time"] * parent["Actual Loops"]:
-            above.append((query, label(node), est * loops, label(parent),
-                          parent["Actual Total Time"] * parent["Actual Loops"], check))
+            capped[check][0] += est > 0 and est * loops >= ptotal - 0.0005 * (loops + parent["Actual Loops"])
+            if est * loops > ptotal:
+                above.append((query, label(node), est * loops, label(parent), ptotal, check))
         if check:
             if full is None:
                 sys.exit(f"a sampled {node['Node Type']} node without its fully timed total")
