@@ -55,17 +55,27 @@ for want in 'a/src/backend/utils/misc/guc.c:"explain_timing_sample_rate", PGC_US
   fi
 done
 
-# A sampled call's start read has no system call before it (the thread's
-# preemption count is read after a call's end): the functions that start
-# a sampled call (InstrStartSampled, InstrStartSampledTimed, both new in
+# No system call falls between a sampled call's start read and its end,
+# and none right before a timed call of a node of short calls: the thread's
+# preemption count is read after a call's end.  The functions that start a
+# sampled call (InstrStartSampled, InstrStartSampledTimed, both new in
 # instrument.c, and ExecProcNodeSampled in execProcnode.c) take an ordered
-# start read and never read the count.
+# start read and never read the count themselves; ExecProcNodeSampled
+# calls InstrSampleBeforeTimed only after an untimed call's return, and
+# that reads the count only for a node whose timed calls average at least
+# INSTR_SAMPLE_PREREAD_NS.
 starts=$(awk '
   /^diff --git / { file = $3; next }
-  /^\+(InstrStartSampled|InstrStartSampledTimed|ExecProcNodeSampled)\(/ { fn = substr($1, 2); sub(/\(.*/, "", fn); body = 1; next }
-  body && /^\+}/ { body = 0; print file, fn, reads, ordered; reads = ordered = 0; next }
-  body && /instr_preemptions\(/ { reads++ }
+  /^\+(InstrStartSampled|InstrStartSampledTimed|ExecProcNodeSampled|InstrSampleBeforeTimed)\(/ {
+    fn = substr($1, 2); sub(/\(.*/, "", fn); body = 1; n = reads = ordered = before = real = gated = timed = 0; next }
+  body && /^\+}/ { body = 0; print file, fn, reads, ordered, before, real, timed, gated; next }
+  body { n++ }
+  body && /instr_preemptions\(/ { reads++; if (prev ~ /mean_ns >= INSTR_SAMPLE_PREREAD_NS\)/) gated++ }
   body && /tickclock_now_ordered\(\)/ { ordered++ }
+  body && /InstrSampleBeforeTimed\(/ { before = n }
+  body && /ExecProcNodeReal\(/ && !real { real = n }
+  body && /InstrStartSampledTimed\(/ { timed = n }
+  body { prev = $0 }
 ' "$patch_file")
 for fn in InstrStartSampled InstrStartSampledTimed ExecProcNodeSampled; do
   row=$(grep " $fn " <<<"$starts")
@@ -80,7 +90,18 @@ done
 for fn in InstrStartSampled InstrStartSampledTimed; do
   [[ $(grep " $fn " <<<"$starts" | awk '{ print $4 }') -ge 1 ]] 2>/dev/null \
     && ok "patch's $fn takes an ordered start read" || bad "patch's $fn takes an ordered start read"
+  [[ $(grep " $fn " <<<"$starts" | awk '{ print $5 }') -eq 0 ]] 2>/dev/null \
+    && ok "patch's $fn does not call InstrSampleBeforeTimed" || bad "patch's $fn does not call InstrSampleBeforeTimed"
 done
+# ExecProcNodeSampled: after the untimed call (its first ExecProcNodeReal), before the timed start
+read -r _ _ _ _ before real timed _ <<<"$(grep " ExecProcNodeSampled " <<<"$starts")"
+[[ ${before:-0} -gt ${real:-0} && ${real:-0} -gt 0 && ${before:-0} -lt ${timed:-0} ]] \
+  && ok "patch's ExecProcNodeSampled calls InstrSampleBeforeTimed after an untimed call only" \
+  || bad "patch's ExecProcNodeSampled calls InstrSampleBeforeTimed after an untimed call only (lines $before, $real, $timed)"
+read -r _ _ reads _ _ _ _ gated <<<"$(grep " InstrSampleBeforeTimed " <<<"$starts")"
+[[ ${reads:-0} -ge 1 && ${reads:-0} -eq ${gated:-0} ]] \
+  && ok "patch's InstrSampleBeforeTimed reads the count only for a node of long calls" \
+  || bad "patch's InstrSampleBeforeTimed reads the count only for a node of long calls ($reads reads, $gated gated)"
 
 # PostgreSQL 15's warning flags (configure with gcc), as errors.
 PGFLAGS=(-O2 -Wall -Wmissing-prototypes -Wpointer-arith -Wdeclaration-after-statement

@@ -32,8 +32,9 @@
  *                                                 error bound and flags
  *   sampling      tickclock_sampler               caller-owned: which
  *                 tickclock_sampler_init(), _should_time() (inline),
- *                 _add(), _count(), _estimate()   executions to time, and
- *                 _estimate_for() (per stratum)   the total with a 95 % CI
+ *                 _next_timed() (inline), _add(), executions to time, and
+ *                 _count(), _estimate(),          the total with a 95 % CI
+ *                 _estimate_for() (per stratum)
  *   control       tickclock_init(cfg)             optional; choose or force
  *                 tickclock_revalidate(), tickclock_revalidate_every(ms)
  *   C++           tickclock.hpp: tickclock::clock (std::chrono), stopwatch

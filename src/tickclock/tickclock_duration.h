@@ -186,7 +186,8 @@ typedef struct tickclock_estimate {
 /* 0 < p <= 1; any seed (0 too). TICKCLOCK_EINVAL (state untouched) for a
  * NULL state or p outside (0, 1]. */
 TICKCLOCK_API int tickclock_sampler_init(tickclock_sampler *s, double p, uint64_t seed);
-/* tickclock_sampler_should_time(s): inline, at the bottom of this file. */
+/* tickclock_sampler_should_time(s), tickclock_sampler_next_timed(s):
+ * inline, at the bottom of this file. */
 /* One timed execution's duration and the bound on the part of its error
  * that may repeat in the same direction from one execution to the next (a
  * rate error, a step): N times their mean is added to the interval. Pass

@@ -242,6 +242,11 @@ TKC_INLINE int tickclock_sampler_should_time(tickclock_sampler *s) {
   return tkc_sampler_hit(s);
 }
 
+/* 1 when the next tickclock_sampler_should_time(s) will return 1 (nothing
+ * changes): a caller can do, right after the execution before a timed one,
+ * what must not happen inside the timed one or long before it. */
+TKC_INLINE int tickclock_sampler_next_timed(const tickclock_sampler *s) { return s->left == 1; }
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

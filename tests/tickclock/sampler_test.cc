@@ -258,7 +258,7 @@ TEST_CASE("a fixed stride would alias with the periodic workload; the geometric 
   CHECK(std::fabs(r.mean_rel_err) < 0.02);
 }
 
-TEST_CASE("the gaps: geometric with mean 1 / p, for p from 1e-4 to 1") {
+TEST_CASE("the gaps: geometric with mean 1 / p, for p from 1e-4 to 1; next_timed foretells each") {
   const double ps[] = {1e-4, 0.01, 0.3, 0.5, 0.999};
   for (double p : ps) {
     CAPTURE(p);
@@ -267,8 +267,11 @@ TEST_CASE("the gaps: geometric with mean 1 / p, for p from 1e-4 to 1") {
     const uint64_t n = p < 0.001 ? 20000000 : 2000000;
     uint64_t hits = 0, first_of_two = 0, both = 0;
     int prev = 0;
+    uint64_t peek_wrong = 0;
     for (uint64_t i = 0; i < n; i++) {
+      int next = tickclock_sampler_next_timed(&s);
       int h = tickclock_sampler_should_time(&s);
+      peek_wrong += (uint64_t)(next != h);
       hits += (uint64_t)h;
       if (i % 2 == 0) {
         prev = h;
@@ -278,6 +281,7 @@ TEST_CASE("the gaps: geometric with mean 1 / p, for p from 1e-4 to 1") {
       }
     }
     CHECK(tickclock_sampler_count(&s) == n);
+    CHECK(peek_wrong == 0);  // next_timed foretells every decision
     double rate = (double)hits / (double)n;
     double sd = std::sqrt(p * (1 - p) / (double)n);
     CHECK(std::fabs(rate - p) < 5 * sd + 1e-12);
@@ -293,6 +297,7 @@ TEST_CASE("p = 1 times everything: the total is exact; bad arguments are refused
   tickclock_sampler s;
   REQUIRE(tickclock_sampler_init(&s, 1.0, 0) == TICKCLOCK_OK);
   for (int i = 0; i < 1000; i++) {
+    REQUIRE(tickclock_sampler_next_timed(&s) == 1);
     REQUIRE(tickclock_sampler_should_time(&s) == 1);
     tickclock_sampler_add(&s, i, 0);
   }
