@@ -225,6 +225,7 @@ int tickclock_sampler_init(tickclock_sampler *s, double p, uint64_t seed) {
   do s->rng = tkc_splitmix(&x);
   while (s->rng == 0);
   s->gap = s->left = tkc_gap(s);
+  s->ahead = tkc_gap(s);
   return TICKCLOCK_OK;
 }
 
@@ -244,6 +245,8 @@ void tickclock_sampler_add(tickclock_sampler *s, double ns, double bound_ns) {
   s->m3_ns3 += t * dn * (n - 2) - 3 * dn * s->m2_ns2;
   s->m2_ns2 += t;
   s->bound_sum_ns += bound_ns;
+  /* after the timed execution's end: the gap after the next one */
+  if (s->ahead == 0) s->ahead = tkc_gap(s);
 }
 
 void tickclock_sampler_add_duration(tickclock_sampler *s, const tickclock_duration *d,

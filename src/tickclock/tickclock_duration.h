@@ -95,7 +95,7 @@ TICKCLOCK_API int tickclock_duration_get(uint64_t start, uint64_t end, tickclock
  * double cost = tickclock_sampler_overhead_ns(); // what timing adds to a call
  * for (int k = 0; k < 10000; k++) {
  *   if (tickclock_sampler_should_time(&smp)) {   // one decrement, one branch
- *     uint64_t t0 = tickclock_now_ordered();     // not before the gap's draw
+ *     uint64_t t0 = tickclock_now_ordered();     // not before the work before it
  *     work();
  *     tickclock_duration d;
  *     tickclock_duration_get(t0, tickclock_now(), &d);
@@ -111,9 +111,13 @@ TICKCLOCK_API int tickclock_duration_get(uint64_t start, uint64_t end, tickclock
  *   // may hold the total less often than 95 %
  * }
  * ```
- * The start is read with tickclock_now_ordered(): an unordered read may
- * execute before the draw of the next gap (a logarithm and a division)
- * has finished and add part of it to the timed executions only.
+ * A timed execution starts right after its decision: the gap that follows
+ * it was drawn ahead (a logarithm and a division), by the last
+ * tickclock_sampler_add* after the previous timed execution's end, and the
+ * one after it is drawn by this execution's. (A timed execution not added
+ * leaves that draw to the next timed decision.) The start is read with
+ * tickclock_now_ordered(): an unordered read may execute before the work
+ * before it has finished and add part of that to the timed executions only.
  *
  * Each execution is timed with probability p, independently of the others
  * (Bernoulli sampling): the gaps between timed executions are drawn from
@@ -171,6 +175,7 @@ typedef struct tickclock_sampler {
   uint64_t sampled;               /* durations added */
   double mean_ns, m2_ns2, m3_ns3; /* their mean, central 2nd and 3rd moment sums */
   double bound_sum_ns;            /* their systematic bounds' sum */
+  uint64_t ahead;                 /* internal: the gap after this one; 0: not drawn yet */
 } tickclock_sampler;
 #define TICKCLOCK_ESTIMATE_TOO_FEW 1u /* n < 28 + 25 g^2: coverage not assured */
 typedef struct tickclock_estimate {
@@ -213,7 +218,9 @@ TICKCLOCK_API void tickclock_sampler_estimate(const tickclock_sampler *s, tickcl
  * that the caller can tell for every execution, timed or not, cheaply
  * (say, whether it read a page), keep one sampler that decides
  * (tickclock_sampler_should_time) and one per kind that is only given the
- * durations of that kind's timed executions (tickclock_sampler_add*),
+ * durations of that kind's timed executions (tickclock_sampler_add*;
+ * give the deciding one each timed duration too, or its timed decisions
+ * draw their gaps; its own estimate is then the unstratified one),
  * count each kind's executions, and estimate each kind with this: count
  * executions of which the durations added to s are a random sample. The
  * kinds' totals add up, and so do their variances (stddev_ns squared).

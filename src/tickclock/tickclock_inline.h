@@ -232,14 +232,21 @@ TKC_INLINE int64_t tickclock_delta_ns(uint64_t start, uint64_t end) {
 }
 
 /* ---- sampling (inline) -------------------------------------------------- */
-/* The timed execution that ends a gap: draws the next gap (duration.c). */
+/* The timed execution that ends a gap when the next gap was not drawn
+ * ahead: draws it now (duration.c). */
 TICKCLOCK_API int tkc_sampler_hit(tickclock_sampler *s);
 
 /* 1: time this execution (then tickclock_sampler_add its duration); 0:
- * don't. One decrement and one predicted branch on a caller-owned state. */
+ * don't. One decrement and one predicted branch on a caller-owned state;
+ * a timed execution's decision takes the gap drawn ahead and draws
+ * nothing (tickclock_sampler_add draws the next one, after the end). */
 TKC_INLINE int tickclock_sampler_should_time(tickclock_sampler *s) {
   if (TKC_LIKELY(--s->left != 0)) return 0;
-  return tkc_sampler_hit(s);
+  if (TKC_UNLIKELY(s->ahead == 0)) return tkc_sampler_hit(s);
+  s->done += s->gap;
+  s->gap = s->left = s->ahead;
+  s->ahead = 0;
+  return 1;
 }
 
 /* 1 when the next tickclock_sampler_should_time(s) will return 1 (nothing

@@ -293,11 +293,53 @@ TEST_CASE("the gaps: geometric with mean 1 / p, for p from 1e-4 to 1; next_timed
   }
 }
 
+TEST_CASE("a timed decision draws nothing: the next gap is drawn ahead, by add, after the end") {
+  const double ps[] = {0.001, 0.1, 0.5};
+  for (double p : ps) {
+    CAPTURE(p);
+    tickclock_sampler a, b;
+    REQUIRE(tickclock_sampler_init(&a, p, 11) == TICKCLOCK_OK);
+    REQUIRE(tickclock_sampler_init(&b, p, 11) == TICKCLOCK_OK);
+    int drew_at_decision = 0, add_drew = 0, same = 1, hits = 0;
+    for (int i = 0; i < 200000; i++) {
+      uint64_t rng = a.rng;
+      int x = tickclock_sampler_should_time(&a);
+      if (x) {
+        hits++;
+        drew_at_decision += a.rng != rng;
+        rng = a.rng;
+        tickclock_sampler_add(&a, 100, 0);
+        add_drew += a.rng != rng;
+      }
+      // b: every third timed execution is not added (left out, as a
+      // caller may): its next timed decision draws, the gaps stay the same
+      int y = tickclock_sampler_should_time(&b);
+      if (y && hits % 3 != 0) tickclock_sampler_add(&b, 100, 0);
+      same &= x == y;
+    }
+    REQUIRE(hits > 50);
+    CHECK(drew_at_decision == 0);
+    CHECK(add_drew == hits);
+    CHECK(same);  // drawn ahead or at the decision: one sequence of gaps
+    CHECK(tickclock_sampler_count(&a) == 200000);
+    CHECK(tickclock_sampler_count(&b) == 200000);
+    CHECK(a.sampled == (uint64_t)hits);
+  }
+}
+
 TEST_CASE("p = 1 times everything: the total is exact; bad arguments are refused") {
   tickclock_sampler s;
   REQUIRE(tickclock_sampler_init(&s, 1.0, 0) == TICKCLOCK_OK);
   for (int i = 0; i < 1000; i++) {
     REQUIRE(tickclock_sampler_next_timed(&s) == 1);
+    REQUIRE(tickclock_sampler_should_time(&s) == 1);
+    tickclock_sampler_add(&s, i, 0);
+  }
+  REQUIRE(tickclock_sampler_init(&s, 1.0, 0) == TICKCLOCK_OK);
+  for (int i = 0; i < 10; i++) REQUIRE(tickclock_sampler_should_time(&s) == 1);  // none added
+  CHECK(tickclock_sampler_count(&s) == 10);
+  REQUIRE(tickclock_sampler_init(&s, 1.0, 0) == TICKCLOCK_OK);
+  for (int i = 0; i < 1000; i++) {
     REQUIRE(tickclock_sampler_should_time(&s) == 1);
     tickclock_sampler_add(&s, i, 0);
   }
