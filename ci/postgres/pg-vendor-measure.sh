@@ -129,12 +129,14 @@ wide = []            # such nodes wider than +/-10 % of their total
 above = []           # sampled children estimated above their exact parent
 capped = {True: [0, 0], False: [0, 0]}  # check/plain: [held at the parent's time by the cap, sampled children of an exact parent]
 few = 0              # sampled nodes flagged Too Few
+missed_few = 0       # check-run misses flagged Too Few (the interval said it may miss)
+held_few = 0         # check-run estimates flagged Too Few that held all the same
 def calls(node):
     return node["Actual Rows"] * node["Actual Loops"] + node["Actual Loops"]
 def label(node):
     return node["Node Type"] + (" on " + node["Relation Name"] if "Relation Name" in node else "")
 def walk(node, query, undisturbed, calm, check, parent):
-    global k, m, exact, ku, mu, kl, ml, few
+    global k, m, exact, ku, mu, kl, ml, few, missed_few, held_few
     est, full = node["Actual Total Time"], node.get("Actual Total Time Fully Timed")
     err = node.get("Actual Total Time Error")
     loops = node["Actual Loops"]
@@ -161,6 +163,8 @@ def walk(node, query, undisturbed, calm, check, parent):
             m += 1
             ok = abs(est - full) <= err
             k += ok
+            missed_few += not ok and bool(node.get("Actual Total Time Too Few"))
+            held_few += ok and bool(node.get("Actual Total Time Too Few"))
             if undisturbed:
                 mu += 1
                 ku += ok
@@ -200,6 +204,8 @@ print(f"WIDTHS={sum(len(v) for v in widths.values())}")
 print(f"ABOVE={len(above)}")
 print(f"CAPPED={capped[False][0]} of {capped[False][1]} plain, {capped[True][0]} of {capped[True][1]} check")
 print(f"FEW={few}")
+print(f"MISSFEW={missed_few}")
+print(f"HELDFEW={held_few}")
 for (q, n), v in sorted(widths.items()):
     print(f"WIDTH {q}: {n}: half-width median {100 * statistics.median(v):.1f} %, max {100 * max(v):.1f} % of the total ({len(v)} executions)")
 for w in sorted(wide, reverse=True)[:3]:
@@ -223,9 +229,11 @@ sample_wide=$(sed -nE 's/^WIDE=//p' "$work/sample-check.txt")
 sample_widths=$(sed -nE 's/^WIDTHS=//p' "$work/sample-check.txt")
 sample_above=$(sed -nE 's/^ABOVE=//p' "$work/sample-check.txt")
 sample_few=$(sed -nE 's/^FEW=//p' "$work/sample-check.txt")
+sample_missfew=$(sed -nE 's/^MISSFEW=//p' "$work/sample-check.txt")
 log "sampled timing check: ${#queries[@]} queries x $rounds rounds at rate $sample_rate: $sample_k of $sample_m estimated node totals within their 95 % interval of the fully timed total (less timing's own cost per sampled call); $sample_exact nodes timed exactly (every call in their exact part)"
 log "  at a load average <= 5 (median $sample_load): $sample_kl of $sample_ml; the backend waited for a CPU a median $sample_wait % of each execution's time; in the executions that waited under 5 %: $sample_ku of $sample_mu"
-log "  intervals of nodes with >= 100 000 calls wider than +/-10 % of their total: $sample_wide of $sample_widths; sampled nodes flagged too few for their skewness: $sample_few"
+log "  intervals of nodes with >= 100 000 calls wider than +/-10 % of their total: $sample_wide of $sample_widths; sampled nodes flagged Too Few (for their skewness, or too few of their calls that reached a block timed): $sample_few"
+log "  ... of the $((sample_m - sample_k)) that missed, flagged Too Few: $sample_missfew; held or flagged: $((sample_k + sample_missfew)) of $sample_m; flagged and held all the same: $(sed -nE 's/^HELDFEW=//p' "$work/sample-check.txt") of $sample_k"
 sed -n 's/^WIDTH /pg-vendor:   width /p; s/^WIDEST /pg-vendor:   wider than 10 %: /p' "$work/sample-check.txt"
 log "  sampled children estimated above their parent's exact total: $sample_above (check and plain runs)"
 log "  ... estimates held at their exact parent's total by the cap (the estimate went as high or higher): $(sed -nE 's/^CAPPED=//p' "$work/sample-check.txt")"
@@ -245,6 +253,7 @@ python3 - "$rows" "$clock_source" "$clock_line" \
   "$sample_k" "$sample_m" "$sample_ku" "$sample_mu" "$sample_wait" \
   "${cpus[tickclock.OFF]}" "${cpus[tickclock.ON]}" "${cpus[tickclock.SAMPLED]}" \
   "$sample_kl" "$sample_ml" "$sample_load" "$sample_wide" "$sample_widths" "$sample_above" \
+  "$sample_missfew" \
   > "$work/result.txt" <<'PY'
 import statistics, sys
 a = sys.argv[1:]
@@ -257,6 +266,7 @@ version, b_s, b_t, rounds, cpu, cs = a[13:19]
 t_smp_runs, rate, rp_ts, rf_ts, sk, sm, sku, smu, swait = a[19:28]
 c_off, c_on, c_smp = (min(f(x)) for x in a[28:31])
 skl, sml, sload, swide, swidths, sabove = a[31:37]
+smissfew = int(a[37])
 t_smp = min(f(t_smp_runs))
 ov_s, ov_t = s_on - s_off, t_on - t_off
 R = ov_t / ov_s if ov_s > 0 else float("nan")
@@ -284,6 +294,7 @@ row("overhead sampled - OFF", "", f"{t_smp - t_off:.1f} ms ({X:.1f} %; median of
 row("tickclock backend's CPU time, best: OFF / ON / sampled", "",
     f"{c_off:.1f} / {c_on:.1f} / {c_smp:.1f} ms (ON {100 * (c_on - c_off) / c_off:.1f} %, sampled {100 * (c_smp - c_off) / c_off:.1f} % over OFF)")
 row("sampled node totals within their 95 % interval of the fully timed total", "", f"{sk} of {sm}")
+row("... within it or flagged Too Few (the interval said it may miss)", "", f"{int(sk) + smissfew} of {sm}")
 row(f"... in the executions that waited for a CPU under 5 % of their time (median wait {swait} %)", "", f"{sku} of {smu}")
 row(f"... in the executions that started at a load average <= 5 (median {sload})", "", f"{skl} of {sml}")
 row("intervals of nodes with >= 100 000 calls within +/-10 % of their total", "", f"{int(swidths) - int(swide)} of {swidths}")

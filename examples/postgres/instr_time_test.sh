@@ -58,50 +58,136 @@ done
 # No system call falls between a sampled call's start read and its end,
 # and none right before a timed call of a node of short calls: the thread's
 # preemption count is read after a call's end.  The functions that start a
-# sampled call (InstrStartSampled, InstrStartSampledTimed, both new in
-# instrument.c, and ExecProcNodeSampled in execProcnode.c) take an ordered
-# start read and never read the count themselves; ExecProcNodeSampled
-# calls InstrSampleBeforeTimed only after an untimed call's return, and
-# that reads the count only for a node whose timed calls average at least
-# INSTR_SAMPLE_PREREAD_NS.
+# sampled call (InstrStartSampled in instrument.c; ExecProcNodeSampled and
+# ExecProcNodeSampledCall in execProcnode.c) never read the count
+# themselves.  InstrSampleBeforeTimed is called only where the sampler says
+# the next call is timed (the line before tests tickclock_sampler_next_timed),
+# by ExecProcNodeSampled only after an untimed call's return, and it reads
+# the count only for a node whose last exact or timed call took at least
+# INSTR_SAMPLE_PREREAD_NS; InstrStopSampledAt's own read before a timed
+# call has the same test.  A timed call of the fast path and the check's
+# other calls run one copy of code (ExecProcNodeSampledCall, no argument to
+# specialise it on) whose only line between its ordered start read and its
+# end read is the node's call.  InstrStopSampled's first test is whether
+# the check mode is on, whose end read comes before any branch on how the
+# call was timed.
 starts=$(awk '
   /^diff --git / { file = $3; next }
-  /^\+(InstrStartSampled|InstrStartSampledTimed|ExecProcNodeSampled|InstrSampleBeforeTimed)\(/ {
-    fn = substr($1, 2); sub(/\(.*/, "", fn); body = 1; n = reads = ordered = before = real = gated = timed = 0; next }
-  body && /^\+}/ { body = 0; print file, fn, reads, ordered, before, real, timed, gated; next }
+  /^\+(InstrStartSampled|ExecProcNodeSampledCall|ExecProcNodeSampled|InstrSampleBeforeTimed|InstrStopSampled|InstrStopSampledAt)\(/ {
+    fn = substr($1, 2); sub(/\(.*/, "", fn); args = $0; sub(/^[^(]*\(/, "", args); sub(/\).*/, "", args)
+    body = 1; n = reads = ordered = before = real = gated = timed = unguarded = nt = ntgated = 0
+    o = e = 0; between = ""; firstif = ""; afterif = ""; next }
+  body && /^\+}/ { body = 0; gsub(/[ \t]/, "", firstif); gsub(/[ \t]/, "", afterif)
+    print file, fn, reads, ordered, before, real, timed, gated, (e - o - 1), (between ~ /ExecProcNodeReal\(/), unguarded, nt - ntgated, (args ~ /,/), firstif afterif; next }
   body { n++ }
-  body && /instr_preemptions\(/ { reads++; if (prev ~ /mean_ns >= INSTR_SAMPLE_PREREAD_NS\)/) gated++ }
-  body && /tickclock_now_ordered\(\)/ { ordered++ }
-  body && /InstrSampleBeforeTimed\(/ { before = n }
+  body && firstif != "" && afterif == "" && !/^\+[ \t]*$/ { afterif = substr($0, 2) }
+  body && firstif == "" && /[ \t]if \(/ { firstif = substr($0, 2) }
+  body && /instr_preemptions\(/ { reads++; if (prev ~ /sample_last_ns >= INSTR_SAMPLE_PREREAD_NS\)/) gated++ }
+  body && /tickclock_now_ordered\(\)/ { ordered++; o = n }
+  body && o && !e && n > o && /INSTR_TIME_SET_CURRENT\(/ { e = n }
+  body && o && !e && n > o { between = between $0 }
+  body && /InstrSampleBeforeTimed\(/ { before = n; if (prev !~ /tickclock_sampler_next_timed\(/) unguarded++ }
+  body && pnt && /INSTR_SAMPLE_PREREAD_NS/ { ntgated++ }
+  body { pnt = 0 }
+  body && /tickclock_sampler_next_timed\(/ && !/InstrSampleBeforeTimed/ { nt++; pnt = 1; if (/INSTR_SAMPLE_PREREAD_NS|\)\)$/) { if (/INSTR_SAMPLE_PREREAD_NS/) ntgated++ } }
   body && /ExecProcNodeReal\(/ && !real { real = n }
-  body && /InstrStartSampledTimed\(/ { timed = n }
+  body && /sample_call = INSTR_SAMPLE_TIMED;/ { timed = n }
   body { prev = $0 }
 ' "$patch_file")
-for fn in InstrStartSampled InstrStartSampledTimed ExecProcNodeSampled; do
-  row=$(grep " $fn " <<<"$starts")
-  if [[ -z "$row" ]]; then
+row() { grep " $1 " <<<"$starts"; }
+for fn in InstrStartSampled ExecProcNodeSampledCall ExecProcNodeSampled; do
+  if [[ -z "$(row $fn)" ]]; then
     bad "patch adds $fn"
-  elif [[ $(awk '{ print $3 }' <<<"$row") -ne 0 ]]; then
+  elif [[ $(row $fn | awk '{ print $3 }') -ne 0 ]]; then
     bad "patch's $fn reads the preemption count (a system call before a sampled call's start)"
   else
     ok "patch's $fn reads no preemption count"
   fi
 done
-for fn in InstrStartSampled InstrStartSampledTimed; do
-  [[ $(grep " $fn " <<<"$starts" | awk '{ print $4 }') -ge 1 ]] 2>/dev/null \
+for fn in InstrStartSampled ExecProcNodeSampledCall; do
+  [[ $(row $fn | awk '{ print $4 }') -ge 1 ]] 2>/dev/null \
     && ok "patch's $fn takes an ordered start read" || bad "patch's $fn takes an ordered start read"
-  [[ $(grep " $fn " <<<"$starts" | awk '{ print $5 }') -eq 0 ]] 2>/dev/null \
+  [[ $(row $fn | awk '{ print $5 }') -eq 0 ]] 2>/dev/null \
     && ok "patch's $fn does not call InstrSampleBeforeTimed" || bad "patch's $fn does not call InstrSampleBeforeTimed"
 done
-# ExecProcNodeSampled: after the untimed call (its first ExecProcNodeReal), before the timed start
-read -r _ _ _ _ before real timed _ <<<"$(grep " ExecProcNodeSampled " <<<"$starts")"
+read -r _ _ _ _ _ _ _ _ lines node_call _ _ has_args _ <<<"$(row ExecProcNodeSampledCall)"
+[[ "${lines:-}" == 1 && "${node_call:-}" == 1 && "${has_args:-}" == 0 ]] \
+  && ok "patch's ExecProcNodeSampledCall(node): the node's call is the one line between its reads" \
+  || bad "patch's ExecProcNodeSampledCall(node): the node's call is the one line between its reads (${lines:-?} lines, more arguments: ${has_args:-?})"
+# ExecProcNodeSampled: after the untimed call (its first ExecProcNodeReal), before the timed call
+read -r _ _ _ _ before real timed _ <<<"$(row ExecProcNodeSampled)"
 [[ ${before:-0} -gt ${real:-0} && ${real:-0} -gt 0 && ${before:-0} -lt ${timed:-0} ]] \
   && ok "patch's ExecProcNodeSampled calls InstrSampleBeforeTimed after an untimed call only" \
   || bad "patch's ExecProcNodeSampled calls InstrSampleBeforeTimed after an untimed call only (lines $before, $real, $timed)"
-read -r _ _ reads _ _ _ _ gated <<<"$(grep " InstrSampleBeforeTimed " <<<"$starts")"
+unguarded=$(awk '{ s += $11 } END { print s + 0 }' <<<"$starts")
+[[ $unguarded -eq 0 ]] && ok "patch calls InstrSampleBeforeTimed only when the next call is timed" \
+  || bad "patch calls InstrSampleBeforeTimed only when the next call is timed ($unguarded calls without tickclock_sampler_next_timed on the line before)"
+read -r _ _ reads _ _ _ _ gated _ <<<"$(row InstrSampleBeforeTimed)"
 [[ ${reads:-0} -ge 1 && ${reads:-0} -eq ${gated:-0} ]] \
   && ok "patch's InstrSampleBeforeTimed reads the count only for a node of long calls" \
   || bad "patch's InstrSampleBeforeTimed reads the count only for a node of long calls ($reads reads, $gated gated)"
+read -r _ _ _ _ _ _ _ _ _ _ _ ungated _ <<<"$(row InstrStopSampledAt)"
+[[ -n "$(row InstrStopSampledAt)" && ${ungated:-1} -eq 0 ]] \
+  && ok "patch's InstrStopSampledAt reads the count before a timed call only for a node of long calls" \
+  || bad "patch's InstrStopSampledAt reads the count before a timed call only for a node of long calls"
+first=$(row InstrStopSampled | awk '{ print $NF }')
+[[ "$first" == "if(instr->sample_check)INSTR_TIME_SET_CURRENT(endtime);" ]] \
+  && ok "patch's InstrStopSampled: the check mode's end read comes first" \
+  || bad "patch's InstrStopSampled: the check mode's end read comes first (got: $first)"
+
+# A sampled-part call that reached a block (a scan's call that moves to a
+# new page) is counted, on both paths, outside the timed window; only a
+# timed call that was kept counts as timed; every reader of a node's
+# estimate goes through instr_node_sum, whose flag tests both counts.
+sec() { awk -v f="a/$1" '/^diff --git / { keep = ($3 == f) } keep' "$patch_file"; }
+body() { sec "$1" | awk -v fn="$2" '!done && $0 ~ "^\\+" fn "\\(" { b = 1; next } b && /^\+}/ { b = 0; done = 1 } b'; }
+E=src/backend/executor/execProcnode.c I=src/backend/executor/instrument.c H=src/include/executor/instrument.h
+body $E ExecProcNodeSampled | awk '
+  /reached = InstrBlocksReached\(\);/ && !pre { pre = NR }
+  /ExecProcNodeReal\(/ && !r { r = NR }
+  /sample_page_calls \+= InstrBlocksReached\(\) != reached;/ { post = NR }
+  END { exit !(pre && r && post && pre < r && r < post) }' \
+  && ok "patch's ExecProcNodeSampled counts an untimed call that reached a block" \
+  || bad "patch's ExecProcNodeSampled counts an untimed call that reached a block"
+body $E ExecProcNodeSampledCall | awk '
+  /tickclock_now_ordered\(\)/ { o = NR } /INSTR_TIME_SET_CURRENT\(end\)/ { e = NR }
+  /InstrBlocksReached\(\)/ { if (!o) b++; else if (!e) in_++; else a++ }
+  /InstrStopSampledAt\(.*InstrBlocksReached\(\) != reached\)/ { pass = 1 }
+  END { exit !(b == 1 && a == 1 && in_ == 0 && pass) }' \
+  && ok "patch's ExecProcNodeSampledCall counts blocks outside its timed window and passes it on" \
+  || bad "patch's ExecProcNodeSampledCall counts blocks outside its timed window and passes it on"
+body $I InstrStartSampled | awk '
+  /sample_reached = InstrBlocksReached\(\);/ { r++ }
+  /tickclock_now_ordered\(\)/ && !r { early = 1 }
+  END { exit !(r == 2 && !early) }' \
+  && ok "patch's InstrStartSampled takes the block count before its start reads (slow path)" \
+  || bad "patch's InstrStartSampled takes the block count before its start reads (slow path)"
+[[ $(body $I InstrStopSampled | grep -c 'InstrBlocksReached() != instr->sample_reached') -eq 2 ]] \
+  && ok "patch's InstrStopSampled counts the slow path's block calls, untimed and timed" \
+  || bad "patch's InstrStopSampled counts the slow path's block calls, untimed and timed"
+body $I InstrStopSampledAt | awk '
+  /if \(instr->sample_call == INSTR_SAMPLE_TIMED && !preempted\)/ { g = 1; next }
+  g && /^\+\t}/ { g = 0 }
+  /sample_page_timed \+= page;/ { n++; good += g }
+  /sample_page_calls \+= page;/ { c++ }
+  END { exit !(n == 1 && good == 1 && c == 1) }' \
+  && ok "patch's InstrStopSampledAt counts block calls once, timed ones only when kept" \
+  || bad "patch's InstrStopSampledAt counts block calls once, timed ones only when kept"
+n=$(sec $I | grep -c '^+.*instr_sample_sum_of(')
+m=$(sec $I | grep -c '^+.*instr_node_sum(\(instr\|add\), &')
+[[ $n -eq 1 && $m -ge 5 ]] && ok "patch reads a node's estimate only through instr_node_sum ($m callers)" \
+  || bad "patch reads a node's estimate only through instr_node_sum ($n direct uses, $m callers)"
+body $I instr_node_sum | sed 's/^+//' | tr -d ' \t\n' \
+  | grep 'sample_page_calls>=INSTR_SAMPLE_PAGE_MIN&&instr->sample_page_timed<INSTR_SAMPLE_PAGE_MIN)out->nfew=1.0;' > /dev/null \
+  && ok "patch's instr_node_sum flags a node with too few of its block calls timed" \
+  || bad "patch's instr_node_sum flags a node with too few of its block calls timed"
+reached=$(sec $H | awk '/^\+InstrBlocksReached\(void\)/ { b = 1 } b { s = s $0 } b && /^\+}/ { b = 0 } END { print s }' | tr -d ' \t+')
+missing=""
+for f in shared_blks_hit shared_blks_read local_blks_hit local_blks_read temp_blks_read temp_blks_written; do
+  [[ "$reached" == *"pgBufferUsage.$f"* ]] || missing+=" $f"
+done
+[[ -n "$reached" && -z "$missing" ]] && ok "patch's InstrBlocksReached counts buffer hits and reads and temporary blocks" \
+  || bad "patch's InstrBlocksReached counts buffer hits and reads and temporary blocks (missing:${missing:- the function})"
 
 # PostgreSQL 15's warning flags (configure with gcc), as errors.
 PGFLAGS=(-O2 -Wall -Wmissing-prototypes -Wpointer-arith -Wdeclaration-after-statement
