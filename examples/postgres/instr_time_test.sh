@@ -189,6 +189,33 @@ done
 [[ -n "$reached" && -z "$missing" ]] && ok "patch's InstrBlocksReached counts buffer hits and reads and temporary blocks" \
   || bad "patch's InstrBlocksReached counts buffer hits and reads and temporary blocks (missing:${missing:- the function})"
 
+# Branch by branch: the slow path's block count is taken right where a
+# sampled-part call is decided, before the ordered start read; the
+# pre-read's test is the whole expression; both InstrStopSampled branches
+# that end a call before a timed one (untimed, exact) make the pre-read,
+# and both stops keep the last call's raw duration.
+body $I InstrStartSampled | awk '
+  /sample_call = INSTR_SAMPLE_(SKIPPED|TIMED);/ { want = 1; branch++; set = 0; next }
+  want && !/^\+[ \t]*$/ { if (/sample_reached = InstrBlocksReached\(\);/) { ok_++; set = 1 } want = 0 }
+  /sample_call = INSTR_SAMPLE_EXACT;/ { branch = 0; set = 0 }
+  /tickclock_now_ordered\(\)/ && !set { early++ }
+  END { exit !(ok_ == 2 && branch == 2 && !early) }' \
+  && ok "patch's InstrStartSampled: the block count first in the untimed and timed branches, before any start read" \
+  || bad "patch's InstrStartSampled: the block count first in the untimed and timed branches, before any start read"
+body $I InstrStopSampledAt | sed 's/^+//' | tr -d ' \t\n' \
+  | grep '||(tickclock_sampler_next_timed(&instr->sampler)&&instr->sample_last_ns>=INSTR_SAMPLE_PREREAD_NS))' > /dev/null \
+  && ok "patch's InstrStopSampledAt: the read before a timed call needs both the next call timed and a long last call" \
+  || bad "patch's InstrStopSampledAt: the read before a timed call needs both the next call timed and a long last call"
+pairs=$(body $I InstrStopSampled | awk '/tickclock_sampler_next_timed\(/ { nt = 1; next } nt && /InstrSampleBeforeTimed\(instr\);/ { n++ } { nt = 0 } END { print n + 0 }')
+[[ $pairs -eq 2 ]] && ok "patch's InstrStopSampled reads before a timed call after an untimed call and after an exact one" \
+  || bad "patch's InstrStopSampled reads before a timed call after an untimed call and after an exact one ($pairs of 2)"
+last=0
+for fn in InstrStopSampled InstrStopSampledAt; do
+  body $I $fn | grep 'sample_last_ns = ' > /dev/null && last=$((last + 1))
+done
+[[ $last -eq 2 ]] && ok "patch keeps the last exact and the last timed call's duration (sample_last_ns)" \
+  || bad "patch keeps the last exact and the last timed call's duration (sample_last_ns) ($last of 2 stops)"
+
 # PostgreSQL 15's warning flags (configure with gcc), as errors.
 PGFLAGS=(-O2 -Wall -Wmissing-prototypes -Wpointer-arith -Wdeclaration-after-statement
   -Werror=vla -Wendif-labels -Wmissing-format-attribute -Wimplicit-fallthrough=3
