@@ -229,11 +229,7 @@ int tickclock_sampler_init(tickclock_sampler *s, double p, uint64_t seed) {
   return TICKCLOCK_OK;
 }
 
-int tkc_sampler_hit(tickclock_sampler *s) {
-  s->done += s->gap;
-  s->gap = s->left = tkc_gap(s);
-  return 1;
-}
+void tkc_sampler_draw_ahead(tickclock_sampler *s) { s->ahead = tkc_gap(s); }
 
 /* The mean and the central moment sums, updated one value at a time
  * (Welford's, with Terriberry's third moment): no cancellation between
@@ -246,7 +242,7 @@ void tickclock_sampler_add(tickclock_sampler *s, double ns, double bound_ns) {
   s->m2_ns2 += t;
   s->bound_sum_ns += bound_ns;
   /* after the timed execution's end: the gap after the next one */
-  if (s->ahead == 0) s->ahead = tkc_gap(s);
+  if (s->ahead == 0) tkc_sampler_draw_ahead(s);
 }
 
 void tickclock_sampler_add_duration(tickclock_sampler *s, const tickclock_duration *d,

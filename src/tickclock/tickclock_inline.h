@@ -232,9 +232,9 @@ TKC_INLINE int64_t tickclock_delta_ns(uint64_t start, uint64_t end) {
 }
 
 /* ---- sampling (inline) -------------------------------------------------- */
-/* The timed execution that ends a gap when the next gap was not drawn
- * ahead: draws it now (duration.c). */
-TICKCLOCK_API int tkc_sampler_hit(tickclock_sampler *s);
+/* Draws the gap after this one (duration.c): for the timed execution that
+ * ends a gap when the last timed one was not added. */
+TICKCLOCK_API void tkc_sampler_draw_ahead(tickclock_sampler *s);
 
 /* 1: time this execution (then tickclock_sampler_add its duration); 0:
  * don't. One decrement and one predicted branch on a caller-owned state;
@@ -242,7 +242,7 @@ TICKCLOCK_API int tkc_sampler_hit(tickclock_sampler *s);
  * nothing (tickclock_sampler_add draws the next one, after the end). */
 TKC_INLINE int tickclock_sampler_should_time(tickclock_sampler *s) {
   if (TKC_LIKELY(--s->left != 0)) return 0;
-  if (TKC_UNLIKELY(s->ahead == 0)) return tkc_sampler_hit(s);
+  if (TKC_UNLIKELY(s->ahead == 0)) tkc_sampler_draw_ahead(s);
   s->done += s->gap;
   s->gap = s->left = s->ahead;
   s->ahead = 0;
