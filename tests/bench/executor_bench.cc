@@ -10,6 +10,12 @@
 //   tickclock      every call timed: two tickclock_now() (TSC forced)
 //   clock_gettime  every call timed: two clock_gettime(CLOCK_MONOTONIC)
 //   sampled        1 call in N timed with tickclock_now(), see below
+//   sampled_blocks the same, and each call counted when it reached a
+//                  block, as the PostgreSQL patch does (one counter of
+//                  blocks reached, bumped beside the buffer counts, read
+//                  before and after the call; the scan moves to a new
+//                  "page" every kRowsPerPage rows in every mode): the cost
+//                  of that count, against sampled
 //   (shadow)       full timing plus the sampler's picks, for the error only
 //
 // Each repetition runs the modes round-robin; the figure per mode is the
@@ -80,6 +86,20 @@ struct Node {
   virtual ~Node() = default;
   virtual bool Next(Row* r) = 0;
 };
+
+// ---- blocks reached ----------------------------------------------------------
+// A buffer hit counted (pgBufferUsage.shared_blks_hit's stand-in) and the
+// one counter of blocks reached bumped beside it (the patch's
+// InstrCountBlock); the scan does both on every new page, in every mode,
+// so the node bodies are the same everywhere. (Summing the six buffer
+// counts before and after each call instead cost 1.15-1.19x sampled here.)
+constexpr uint64_t kRowsPerPage = 226;
+int64_t g_shared_hit, g_blocks_reached;
+inline void CountBlock(int64_t* count) {
+  ++*count;
+  ++g_blocks_reached;
+}
+inline int64_t BlocksReached() { return g_blocks_reached; }
 
 // ---- instrumentation policies --------------------------------------------
 struct NoInstr {
@@ -208,6 +228,12 @@ struct SampledInstr {
   }
 };
 
+// The sampled mode, and its untimed calls counted when they reached a
+// block (the count of timed calls is taken in RunTimed's caller alike).
+struct SampledBlocksInstr : SampledInstr {
+  uint64_t block_calls = 0;
+};
+
 // Full timing with the sampler run in its shadow: every call is timed (as
 // in "tickclock"), and the calls the sampler would have picked -- the first
 // K, then the same geometric gaps -- are also summed on the side. Both
@@ -284,6 +310,19 @@ inline bool Instrumented(SampledInstr& ins, F body) {
   ins.rows += ok;
   return ok;
 }
+template <class F>
+inline bool Instrumented(SampledBlocksInstr& ins, F body) {
+  int64_t reached = BlocksReached();
+  bool ok;
+  if (__builtin_expect(--ins.countdown < 0, 0))
+    ok = ins.RunTimed(body);
+  else {
+    ok = body();
+    ins.rows += ok;
+  }
+  ins.block_calls += BlocksReached() != reached;
+  return ok;
+}
 
 // ---- nodes -----------------------------------------------------------------
 struct Table {
@@ -301,6 +340,7 @@ struct Scan final : Node {
     return Instrumented(ins, [this, r] {
       bool ok = i < t->key.size();
       if (ok) {
+        if (i % kRowsPerPage == 0) CountBlock(&g_shared_hit);  // a new page
         r->key = t->key[i];
         r->val = t->val[i];
         ++i;
@@ -365,7 +405,7 @@ struct Agg final : Node {
 };
 
 struct NodeResult {
-  uint64_t calls = 0, rows = 0, samples = 0;
+  uint64_t calls = 0, rows = 0, samples = 0, block_calls = 0;
   double total_ns = 0, ci95_ns = 0, shadow_est_ns = 0, trimmed_total_ns = 0, trimmed_est_ns = 0;
   uint64_t outliers = 0;
 };
@@ -384,7 +424,7 @@ NodeResult Collect(const I& ins) {
     n.rows = ins.rows;
   }
   if constexpr (std::is_same_v<I, TscInstr> || std::is_same_v<I, CgtInstr> ||
-                std::is_same_v<I, SampledInstr> || std::is_same_v<I, ShadowInstr>)
+                std::is_base_of_v<SampledInstr, I> || std::is_same_v<I, ShadowInstr>)
     n.total_ns = ins.TotalNs();
   if constexpr (std::is_same_v<I, ShadowInstr>) {
     n.shadow_est_ns = ins.EstimateNs();
@@ -393,10 +433,11 @@ NodeResult Collect(const I& ins) {
     n.outliers = ins.outliers;
     n.samples = ins.samples;
   }
-  if constexpr (std::is_same_v<I, SampledInstr>) {
+  if constexpr (std::is_base_of_v<SampledInstr, I>) {
     n.samples = ins.samples;
     n.ci95_ns = ins.Ci95Ns();
   }
+  if constexpr (std::is_same_v<I, SampledBlocksInstr>) n.block_calls = ins.block_calls;
   return n;
 }
 
@@ -416,7 +457,7 @@ __attribute__((noinline)) RunResult RunPipeline(const Table& t) {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
   res.wall_ns = (double)std::chrono::duration_cast<std::chrono::nanoseconds>(w1 - w0).count();
   res.cpu_ns = (double)(c1.tv_sec - c0.tv_sec) * 1e9 + (double)(c1.tv_nsec - c0.tv_nsec);
-  if constexpr (std::is_same_v<I, SampledInstr>) {
+  if constexpr (std::is_base_of_v<SampledInstr, I>) {
     scan.ins.Finish();
     filter.ins.Finish();
     agg.ins.Finish();
@@ -427,10 +468,11 @@ __attribute__((noinline)) RunResult RunPipeline(const Table& t) {
   return res;
 }
 
-// The sixth run, "shadow", is not an overhead figure: it measures the
+// The last run, "shadow", is not an overhead figure: it measures the
 // sampling error (see ShadowInstr).
-const char* const kModes[] = {"untimed",       "counting", "tickclock",
-                              "clock_gettime", "sampled",  "shadow"};
+const char* const kModes[] = {"untimed", "counting",       "tickclock", "clock_gettime",
+                              "sampled", "sampled_blocks", "shadow"};
+constexpr int kSampled = 4, kShadow = 6;
 const char* const kNodes[] = {"scan", "filter", "agg"};
 
 RunResult RunMode(int m, const Table& t) {
@@ -445,6 +487,8 @@ RunResult RunMode(int m, const Table& t) {
       return RunPipeline<CgtInstr>(t);
     case 4:
       return RunPipeline<SampledInstr>(t);
+    case 5:
+      return RunPipeline<SampledBlocksInstr>(t);
     default:
       return RunPipeline<ShadowInstr>(t);
   }
@@ -508,8 +552,8 @@ int main(int argc, char** argv) {
     t.val[i] = (int32_t)(x & 0xFFFFF);
   }
 
-  const int kM = 5;     // modes with an overhead figure
-  const int kRuns = 6;  // plus the shadow run
+  const int kM = 6;     // modes with an overhead figure
+  const int kRuns = 7;  // plus the shadow run
   std::vector<double> wall[kRuns], cpu[kRuns];
   RunResult last[kRuns];
   // Per repetition and node: the sampling error (shadow estimate vs the full
@@ -532,7 +576,7 @@ int main(int argc, char** argv) {
     }
     double rep_worst = 0;
     for (int k = 0; k < 3; ++k) {
-      for (int m : {4, 5}) {
+      for (int m : {kSampled, kSampled + 1, kShadow}) {
         if (last[m].node[k].calls != last[1].node[k].calls ||
             last[m].node[k].rows != last[1].node[k].rows) {
           fprintf(stderr,
@@ -545,8 +589,8 @@ int main(int argc, char** argv) {
           return 1;
         }
       }
-      const NodeResult& sh = last[5].node[k];
-      const NodeResult& sn = last[4].node[k];
+      const NodeResult& sh = last[kShadow].node[k];
+      const NodeResult& sn = last[kSampled].node[k];
       worst_err[k] = std::max(worst_err[k], std::fabs(sh.trimmed_est_ns / sh.trimmed_total_ns - 1));
       rep_worst = std::max(rep_worst, std::fabs(sh.trimmed_est_ns / sh.trimmed_total_ns - 1));
       worst_raw[k] = std::max(worst_raw[k], std::fabs(sh.shadow_est_ns / sh.total_ns - 1));
@@ -555,6 +599,17 @@ int main(int argc, char** argv) {
           std::max(worst_cross[k], std::fabs(sn.total_ns / last[2].node[k].total_ns - 1));
     }
     rep_err.push_back(rep_worst);
+    // every call that reached a block counted, timed or not: the scan's
+    // calls that moved to a new page, and as many of the filter's
+    uint64_t pages = (rows + kRowsPerPage - 1) / kRowsPerPage;
+    if (last[kSampled + 1].node[0].block_calls != pages ||
+        last[kSampled + 1].node[1].block_calls != pages) {
+      fprintf(stderr, "executor_bench: sampled_blocks counted %llu / %llu block calls, want %llu\n",
+              (unsigned long long)last[kSampled + 1].node[0].block_calls,
+              (unsigned long long)last[kSampled + 1].node[1].block_calls,
+              (unsigned long long)pages);
+      return 1;
+    }
   }
   double median_err = Median(rep_err);
   // Figures: this thread's CPU time (other tenants' processes and our own
@@ -577,6 +632,8 @@ int main(int argc, char** argv) {
   for (int m = 0; m < kM; ++m)
     printf("%-14s %10.2f %10.2f %9.1f%% %12.2f\n", kModes[m], best[m] / rows, med[m] / rows,
            100 * (best[m] / best[0] - 1), best_wall[m] / rows);
+  printf("sampled_blocks / sampled, cpu time: %.4f (best), %.4f (median)\n",
+         best[kSampled + 1] / best[kSampled], med[kSampled + 1] / med[kSampled]);
   printf(
       "node totals, last repetition (ms); shadow run: full timing vs the sampled estimate "
       "from the same calls, raw and without intervals > %.0f us\n",
@@ -585,7 +642,7 @@ int main(int argc, char** argv) {
          "tickclock", "clk_gettime", "sampled", "+-95%", "full", "estimate", "error", ">thr",
          "full", "estimate", "error");
   for (int k = 0; k < 3; ++k) {
-    const NodeResult& sh = last[5].node[k];
+    const NodeResult& sh = last[kShadow].node[k];
     printf(
         "  %-7s %9llu %10.2f %11.2f %9.2f %6.2f%% | %9.2f %9.2f %+7.2f%% | %6llu %9.2f %9.2f "
         "%+7.2f%%\n",
@@ -628,7 +685,9 @@ int main(int argc, char** argv) {
     fprintf(f, " },\n \"overhead\": {");
     for (int m = 1; m < kM; ++m)
       fprintf(f, "\"%s\": %.5f%s", kModes[m], best[m] / best[0] - 1, m + 1 < kM ? ", " : "");
-    fprintf(f, "},\n \"nodes_last_rep\": {\n");
+    fprintf(f, "},\n \"sampled_blocks_over_sampled\": %.5f,\n",
+            best[kSampled + 1] / best[kSampled]);
+    fprintf(f, " \"nodes_last_rep\": {\n");
     for (int k = 0; k < 3; ++k)
       fprintf(f,
               "  \"%s\": {\"calls\": %llu, \"rows\": %llu, \"tickclock_ns\": %.0f, "
@@ -639,9 +698,11 @@ int main(int argc, char** argv) {
               kNodes[k], (unsigned long long)last[2].node[k].calls,
               (unsigned long long)last[2].node[k].rows, last[2].node[k].total_ns,
               last[3].node[k].total_ns, last[4].node[k].total_ns, last[4].node[k].ci95_ns,
-              (unsigned long long)last[4].node[k].samples, last[5].node[k].total_ns,
-              last[5].node[k].shadow_est_ns, (unsigned long long)last[5].node[k].outliers,
-              last[5].node[k].trimmed_total_ns, last[5].node[k].trimmed_est_ns, k < 2 ? "," : "");
+              (unsigned long long)last[4].node[k].samples, last[kShadow].node[k].total_ns,
+              last[kShadow].node[k].shadow_est_ns,
+              (unsigned long long)last[kShadow].node[k].outliers,
+              last[kShadow].node[k].trimmed_total_ns, last[kShadow].node[k].trimmed_est_ns,
+              k < 2 ? "," : "");
     fprintf(f, " },\n \"untimed_wall_ns_last_rep\": %.0f,\n", last[0].wall_ns);
     fprintf(
         f,
