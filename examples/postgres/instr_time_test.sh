@@ -145,7 +145,7 @@ E=src/backend/executor/execProcnode.c I=src/backend/executor/instrument.c H=src/
 body $E ExecProcNodeSampled | awk '
   /reached = InstrBlocksReached\(\);/ && !pre { pre = NR }
   /ExecProcNodeReal\(/ && !r { r = NR }
-  /sample_page_calls \+= InstrBlocksReached\(\) != reached;/ { post = NR }
+  /sample_pages\.calls \+= InstrBlocksReached\(\) != reached;/ { post = NR }
   END { exit !(pre && r && post && pre < r && r < post) }' \
   && ok "patch's ExecProcNodeSampled counts an untimed call that reached a block" \
   || bad "patch's ExecProcNodeSampled counts an untimed call that reached a block"
@@ -159,35 +159,71 @@ body $E ExecProcNodeSampledCall | awk '
 body $I InstrStartSampled | awk '
   /sample_reached = InstrBlocksReached\(\);/ { r++ }
   /tickclock_now_ordered\(\)/ && !r { early = 1 }
-  END { exit !(r == 2 && !early) }' \
-  && ok "patch's InstrStartSampled takes the block count before its start reads (slow path)" \
-  || bad "patch's InstrStartSampled takes the block count before its start reads (slow path)"
+  END { exit !(r == 3 && !early) }' \
+  && ok "patch's InstrStartSampled takes the block count before its start reads (exact, untimed, timed)" \
+  || bad "patch's InstrStartSampled takes the block count before its start reads (exact, untimed, timed)"
 [[ $(body $I InstrStopSampled | grep -c 'InstrBlocksReached() != instr->sample_reached') -eq 2 ]] \
   && ok "patch's InstrStopSampled counts the slow path's block calls, untimed and timed" \
   || bad "patch's InstrStopSampled counts the slow path's block calls, untimed and timed"
 body $I InstrStopSampledAt | awk '
   /if \(instr->sample_call == INSTR_SAMPLE_TIMED && !preempted\)/ { g = 1; next }
   g && /^\+\t}/ { g = 0 }
-  /sample_page_timed \+= page;/ { n++; good += g }
-  /sample_page_calls \+= page;/ { c++ }
-  END { exit !(n == 1 && good == 1 && c == 1) }' \
-  && ok "patch's InstrStopSampledAt counts block calls once, timed ones only when kept" \
-  || bad "patch's InstrStopSampledAt counts block calls once, timed ones only when kept"
+  /sample_pages\.timed \+= page;/ { n++; good += g }
+  /sample_pages\.calls \+= page;/ { c++ }
+  g && /\(page \? instr_sample_page_extra\(&instr->sample_pages\) : 0\.0\)\);/ { less++ }
+  END { exit !(n == 1 && good == 1 && c == 1 && less == 1) }' \
+  && ok "patch's InstrStopSampledAt counts block calls once, timed ones only when kept, each less b" \
+  || bad "patch's InstrStopSampledAt counts block calls once, timed ones only when kept, each less b"
 n=$(sec $I | grep -c '^+.*instr_sample_sum_of(')
 m=$(sec $I | grep -c '^+.*instr_node_sum(\(instr\|add\), &')
 [[ $n -eq 1 && $m -ge 5 ]] && ok "patch reads a node's estimate only through instr_node_sum ($m callers)" \
   || bad "patch reads a node's estimate only through instr_node_sum ($n direct uses, $m callers)"
 body $I instr_node_sum | sed 's/^+//' | tr -d ' \t\n' \
-  | grep 'sample_page_calls>=INSTR_SAMPLE_PAGE_MIN&&instr->sample_page_timed<INSTR_SAMPLE_PAGE_MIN)out->nfew=1.0;' > /dev/null \
-  && ok "patch's instr_node_sum flags a node with too few of its block calls timed" \
-  || bad "patch's instr_node_sum flags a node with too few of its block calls timed"
+  | grep 'instr_sample_sum_of(&instr->sampler,&instr->sample_pages,out);' > /dev/null \
+  && ok "patch's instr_node_sum gives the estimate its block calls (b, the flag)" \
+  || bad "patch's instr_node_sum gives the estimate its block calls (b, the flag)"
+# b's calls: the exact part's, not a loop's first (sample_reached -1), not
+# past the first part, counted after the end read; one of
+# INSTR_SAMPLE_LONG_NS or more only when the preemption count did not move.
+body $I InstrStartSampled | sed 's/^+//' | tr -d ' \t\n' \
+  | grep 'instr->sample_call=INSTR_SAMPLE_EXACT;instr->sample_reached=-1;if(instr->running&&instr->sample_calls<=instr->sample_exact_limit)instr->sample_reached=InstrBlocksReached();' > /dev/null \
+  && ok "patch's InstrStartSampled counts the first part's calls for b, not the loops' first" \
+  || bad "patch's InstrStartSampled counts the first part's calls for b, not the loops' first"
+body $I InstrStopSampled | awk '
+  /sample_call == INSTR_SAMPLE_EXACT\)/ { x = 1 }
+  x && /sample_last_ns = / { l = NR }
+  x && /if \(instr->sample_reached >= 0\)/ { g = NR }
+  x && g && NR == g + 1 && /InstrCountExact\(instr\);/ { c = NR }
+  END { exit !(l && g > l && c) }' \
+  && ok "patch's InstrStopSampled counts an exact call for b after its end read" \
+  || bad "patch's InstrStopSampled counts an exact call for b after its end read"
+body $I InstrCountExact | sed 's/^+//' | tr -d ' \t\n' \
+  | grep 'boolpage=InstrBlocksReached()!=instr->sample_reached;if(instr->sample_last_ns>=INSTR_SAMPLE_LONG_NS){longnow=instr_preemptions();boolpreempted=now!=instr->sample_preempt;instr->sample_preempt=now;if(preempted)return;}instr_sample_count_exact(&instr->sample_pages,instr->sample_last_ns,page);' > /dev/null \
+  && ok "patch's InstrCountExact leaves a long exact call out of b only when it was preempted" \
+  || bad "patch's InstrCountExact leaves a long exact call out of b only when it was preempted"
+# b is fixed before the sampled part: the exact part's calls are counted
+# for it in InstrCountExact alone.
+n=$(sec $I | grep -c '^+.*instr_sample_count_exact(')
+m=$(body $I InstrCountExact | grep -c 'instr_sample_count_exact(')
+[[ $n -eq 1 && $m -eq 1 ]] && ok "patch counts calls for b in InstrCountExact only" \
+  || bad "patch counts calls for b in InstrCountExact only ($n uses, $m in InstrCountExact)"
+# One counter of blocks reached, bumped beside each of PostgreSQL 15's
+# eight counts of a buffer hit or read (shared, local: ReadRecentBuffer
+# and ReadBuffer_common) or a temporary block read or written (BufFile),
+# each count's statement replaced by InstrCountBlock on that same count,
+# which bumps both; nothing else changes the counter.
 reached=$(sec $H | awk '/^\+InstrBlocksReached\(void\)/ { b = 1 } b { s = s $0 } b && /^\+}/ { b = 0 } END { print s }' | tr -d ' \t+')
-missing=""
-for f in shared_blks_hit shared_blks_read local_blks_hit local_blks_read temp_blks_read temp_blks_written; do
-  [[ "$reached" == *"pgBufferUsage.$f"* ]] || missing+=" $f"
-done
-[[ -n "$reached" && -z "$missing" ]] && ok "patch's InstrBlocksReached counts buffer hits and reads and temporary blocks" \
-  || bad "patch's InstrBlocksReached counts buffer hits and reads and temporary blocks (missing:${missing:- the function})"
+countblock=$(body $H InstrCountBlock | sed 's/^+//' | tr -d ' \t\n')
+pairs=$( (sec src/backend/storage/buffer/bufmgr.c; sec src/backend/storage/file/buffile.c) | awk '
+  match($0, /^-.*pgBufferUsage\.[a-z_]+\+\+;/) { f = $0; sub(/.*pgBufferUsage\./, "", f); sub(/\+\+;.*/, "", f); want = f; next }
+  want != "" && /^\+/ { g = $0; if (g ~ /InstrCountBlock\(&pgBufferUsage\.[a-z_]+\);/) { sub(/.*InstrCountBlock\(&pgBufferUsage\./, "", g); sub(/\);.*/, "", g); n[want] += (g == want) } want = ""; next }
+  { want = "" }
+  END { printf "shared_blks_hit=%d shared_blks_read=%d local_blks_hit=%d local_blks_read=%d temp_blks_read=%d temp_blks_written=%d", n["shared_blks_hit"], n["shared_blks_read"], n["local_blks_hit"], n["local_blks_read"], n["temp_blks_read"], n["temp_blks_written"] }')
+changes=$(grep -c '^+.*pgBlocksReached[ \t]*\(++\|+=\|-=\|=[^=]\)' "$patch_file")
+[[ "$reached" == *"{returnpgBlocksReached;}"* && "$countblock" == "{(*count)++;pgBlocksReached++;" && $changes -eq 1 \
+   && "$pairs" == "shared_blks_hit=2 shared_blks_read=1 local_blks_hit=2 local_blks_read=1 temp_blks_read=1 temp_blks_written=1" ]] \
+  && ok "patch's InstrBlocksReached counts buffer hits and reads and temporary blocks, at each of their counts" \
+  || bad "patch's InstrBlocksReached counts buffer hits and reads and temporary blocks, at each of their counts ($pairs; InstrCountBlock: $countblock; $changes changes of the counter)"
 
 # Branch by branch: the slow path's block count is taken right where a
 # sampled-part call is decided, before the ordered start read; the
