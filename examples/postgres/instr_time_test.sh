@@ -141,6 +141,10 @@ first=$(row InstrStopSampled | awk '{ print $NF }')
 # estimate goes through instr_node_sum, whose flag tests both counts.
 sec() { awk -v f="a/$1" '/^diff --git / { keep = ($3 == f) } keep' "$patch_file"; }
 body() { sec "$1" | awk -v fn="$2" '!done && $0 ~ "^\\+" fn "\\(" { b = 1; next } b && /^\+}/ { b = 0; done = 1 } b'; }
+# ok when the added function's body, blanks removed, holds TEXT (literally)
+body_has() { # FILE FUNCTION TEXT MESSAGE
+  if body "$1" "$2" | sed 's/^+//' | tr -d ' \t\n' | grep -F -- "$3" > /dev/null; then ok "$4"; else bad "$4"; fi
+}
 E=src/backend/executor/execProcnode.c I=src/backend/executor/instrument.c H=src/include/executor/instrument.h
 body $E ExecProcNodeSampled | awk '
   /reached = InstrBlocksReached\(\);/ && !pre { pre = NR }
@@ -178,17 +182,13 @@ n=$(sec $I | grep -c '^+.*instr_sample_sum_of(')
 m=$(sec $I | grep -c '^+.*instr_node_sum(\(instr\|add\), &')
 [[ $n -eq 1 && $m -ge 5 ]] && ok "patch reads a node's estimate only through instr_node_sum ($m callers)" \
   || bad "patch reads a node's estimate only through instr_node_sum ($n direct uses, $m callers)"
-body $I instr_node_sum | sed 's/^+//' | tr -d ' \t\n' \
-  | grep 'instr_sample_sum_of(&instr->sampler,&instr->sample_pages,out);' > /dev/null \
-  && ok "patch's instr_node_sum gives the estimate its block calls (b, the flag)" \
-  || bad "patch's instr_node_sum gives the estimate its block calls (b, the flag)"
+body_has $I instr_node_sum 'instr_sample_sum_of(&instr->sampler,&instr->sample_pages,out);' \
+  "patch's instr_node_sum gives the estimate its block calls (b, the flag)"
 # b's calls: the exact part's, not a loop's first (sample_reached -1), not
 # past the first part, counted after the end read; one of
 # INSTR_SAMPLE_LONG_NS or more only when the preemption count did not move.
-body $I InstrStartSampled | sed 's/^+//' | tr -d ' \t\n' \
-  | grep 'instr->sample_call=INSTR_SAMPLE_EXACT;instr->sample_reached=-1;if(instr->running&&instr->sample_calls<=instr->sample_exact_limit)instr->sample_reached=InstrBlocksReached();' > /dev/null \
-  && ok "patch's InstrStartSampled counts the first part's calls for b, not the loops' first" \
-  || bad "patch's InstrStartSampled counts the first part's calls for b, not the loops' first"
+body_has $I InstrStartSampled 'instr->sample_call=INSTR_SAMPLE_EXACT;instr->sample_reached=-1;if(instr->running&&instr->sample_calls<=instr->sample_exact_limit)instr->sample_reached=InstrBlocksReached();' \
+  "patch's InstrStartSampled counts the first part's calls for b, not the loops' first"
 body $I InstrStopSampled | awk '
   /sample_call == INSTR_SAMPLE_EXACT\)/ { x = 1 }
   x && /sample_last_ns = / { l = NR }
@@ -197,10 +197,8 @@ body $I InstrStopSampled | awk '
   END { exit !(l && g > l && c) }' \
   && ok "patch's InstrStopSampled counts an exact call for b after its end read" \
   || bad "patch's InstrStopSampled counts an exact call for b after its end read"
-body $I InstrCountExact | sed 's/^+//' | tr -d ' \t\n' \
-  | grep 'boolpage=InstrBlocksReached()!=instr->sample_reached;if(instr->sample_last_ns>=INSTR_SAMPLE_LONG_NS){longnow=instr_preemptions();boolpreempted=now!=instr->sample_preempt;instr->sample_preempt=now;if(preempted)return;}instr_sample_count_exact(&instr->sample_pages,instr->sample_last_ns,page);' > /dev/null \
-  && ok "patch's InstrCountExact leaves a long exact call out of b only when it was preempted" \
-  || bad "patch's InstrCountExact leaves a long exact call out of b only when it was preempted"
+body_has $I InstrCountExact 'boolpage=InstrBlocksReached()!=instr->sample_reached;if(instr->sample_last_ns>=INSTR_SAMPLE_LONG_NS){longnow=instr_preemptions();boolpreempted=now!=instr->sample_preempt;instr->sample_preempt=now;if(preempted)return;}instr_sample_count_exact(&instr->sample_pages,instr->sample_last_ns,page);' \
+  "patch's InstrCountExact leaves a long exact call out of b only when it was preempted"
 # b is fixed before the sampled part: the exact part's calls are counted
 # for it in InstrCountExact alone.
 n=$(sec $I | grep -c '^+.*instr_sample_count_exact(')
@@ -238,10 +236,8 @@ body $I InstrStartSampled | awk '
   END { exit !(ok_ == 2 && branch == 2 && !early) }' \
   && ok "patch's InstrStartSampled: the block count first in the untimed and timed branches, before any start read" \
   || bad "patch's InstrStartSampled: the block count first in the untimed and timed branches, before any start read"
-body $I InstrStopSampledAt | sed 's/^+//' | tr -d ' \t\n' \
-  | grep '||(tickclock_sampler_next_timed(&instr->sampler)&&instr->sample_last_ns>=INSTR_SAMPLE_PREREAD_NS))' > /dev/null \
-  && ok "patch's InstrStopSampledAt: the read before a timed call needs both the next call timed and a long last call" \
-  || bad "patch's InstrStopSampledAt: the read before a timed call needs both the next call timed and a long last call"
+body_has $I InstrStopSampledAt '||(tickclock_sampler_next_timed(&instr->sampler)&&instr->sample_last_ns>=INSTR_SAMPLE_PREREAD_NS))' \
+  "patch's InstrStopSampledAt: the read before a timed call needs both the next call timed and a long last call"
 pairs=$(body $I InstrStopSampled | awk '/tickclock_sampler_next_timed\(/ { nt = 1; next } nt && /InstrSampleBeforeTimed\(instr\);/ { n++ } { nt = 0 } END { print n + 0 }')
 [[ $pairs -eq 2 ]] && ok "patch's InstrStopSampled reads before a timed call after an untimed call and after an exact one" \
   || bad "patch's InstrStopSampled reads before a timed call after an untimed call and after an exact one ($pairs of 2)"
