@@ -486,15 +486,17 @@ TEST_CASE("difference estimator: a rare kind's extra cost measured outside the s
       tickclock_sampler plain, diff;
       REQUIRE(tickclock_sampler_init(&plain, p, (uint64_t)t * 7919 + 5) == TICKCLOCK_OK);
       REQUIRE(tickclock_sampler_init(&diff, p, (uint64_t)t * 7919 + 5) == TICKCLOCK_OK);
+      size_t differ = 0;  // one seed, one sample (counted: an assertion a call is slow under QEMU)
       for (size_t i = n_exact; i < y.size(); i++) {
         double v = (heavy[i] ? scale : 1.0) * y[i];
         bool a = tickclock_sampler_should_time(&plain) != 0;
-        REQUIRE(a == (tickclock_sampler_should_time(&diff) != 0));  // one seed, one sample
+        differ += a != (tickclock_sampler_should_time(&diff) != 0);
         if (a) {
           tickclock_sampler_add(&plain, v, 0);
           tickclock_sampler_add(&diff, v - (heavy[i] ? b : 0), 0);
         }
       }
+      REQUIRE(differ == 0);
       tickclock_estimate e, d;
       tickclock_sampler_estimate(&plain, &e);
       tickclock_sampler_estimate(&diff, &d);
@@ -514,6 +516,10 @@ TEST_CASE("difference estimator: a rare kind's extra cost measured outside the s
     if (scale == 1.0) {
       CHECK(held_diff >= 0.92 * trials);  // 95 % less three standard errors of 400 trials
       CHECK(held_plain < 0.6 * trials);   // the plain estimate: the workload tests something
+    } else {
+      // the stated limit: a dearer kind none of whose executions was timed
+      // is invisible, and the intervals miss as the plain ones do
+      CHECK(held_diff < 0.6 * trials);
     }
   }
 }
