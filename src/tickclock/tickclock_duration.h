@@ -252,6 +252,15 @@ TICKCLOCK_API void tickclock_sampler_estimate_for(const tickclock_sampler *s, ui
  * where the residuals' total may be negative, take the upper reach for
  * both sides. When the kind costs more later and none of it was timed,
  * nothing in the sample shows it and the interval misses (the same test,
- * twice the cost later: held 24 %). */
+ * twice the cost later: held 24 %). Where the dear part of such an
+ * execution can be told while it runs (a page read starts it), time that
+ * part in every execution of the kind, add it exactly, and give the
+ * sampler the rest of each timed one: what is sampled is then the cheap
+ * part, and the interval holds whatever the dear part costs later
+ * (sampler_test: 94 % at twice the cost later, an eighth of the width). What
+ * it cannot hold is what lands at random in the cheap part and is rarely
+ * in the sample: on a guest whose timer interrupt costs 5-20 us, a
+ * PostgreSQL scan's sampled part held ~500 of them, 2-15 % of its time,
+ * and a sample of 1 in 1 000 calls about one. */
 
 #endif /* TICKCLOCK_DURATION_H */
