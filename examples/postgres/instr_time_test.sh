@@ -8,10 +8,10 @@
 # arithmetic (the estimate's scaling, its error, the "+/-" text) is right
 # (instr_time_test.c); no sampled call starts straight out of a system call. Also:
 # ci/postgres/pg-vendor rejects a bad argument with one line and exit status 2.
-#   instr_time_test.sh PATCH ORIG_INSTR_TIME_H SINGLE_HEADER TEST_C C_H_STANDIN PG_VENDOR
+#   instr_time_test.sh PATCH ORIG_INSTR_TIME_H SINGLE_HEADER TEST_C C_H_STANDIN PG_VENDOR PG_VENDOR_MEASURE
 set -uo pipefail
-[[ $# -eq 6 ]] || { echo "usage: instr_time_test.sh PATCH ORIG_INSTR_TIME_H SINGLE_HEADER TEST_C C_H_STANDIN PG_VENDOR" >&2; exit 2; }
-patch_file=$1 orig=$2 header=$3 test_c=$4 standin=$5 pg_vendor=$6
+[[ $# -eq 7 ]] || { echo "usage: instr_time_test.sh PATCH ORIG_INSTR_TIME_H SINGLE_HEADER TEST_C C_H_STANDIN PG_VENDOR PG_VENDOR_MEASURE" >&2; exit 2; }
+patch_file=$1 orig=$2 header=$3 test_c=$4 standin=$5 pg_vendor=$6 pg_measure=$7
 tmp=${TEST_TMPDIR:-$(mktemp -d)}/pg
 rm -rf "$tmp"
 mkdir -p "$tmp/tree/src/include/portability" "$tmp/tree/src/port"
@@ -272,9 +272,28 @@ out=$("$pg_vendor" --rounds zero 2>&1); rc=$?
 out=$("$pg_vendor" --sample-rate 1.5 2>&1); rc=$?
 [[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] && ok "ci/postgres/pg-vendor --sample-rate 1.5: one line, exit 2" \
   || bad "ci/postgres/pg-vendor --sample-rate 1.5: one line, exit 2 (got exit $rc: $out)"
+out=$("$pg_vendor" --pairs 0 2>&1); rc=$?
+[[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 && "$out" == *"--pairs needs"* ]] && ok "ci/postgres/pg-vendor --pairs 0: one line, exit 2" \
+  || bad "ci/postgres/pg-vendor --pairs 0: one line, exit 2 (got exit $rc: $out)"
+out=$("$pg_vendor" --pairs 99999999999999999999 2>&1); rc=$?
+[[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 && "$out" == *"--pairs needs"* ]] && ok "ci/postgres/pg-vendor --pairs 99999999999999999999: one line, exit 2" \
+  || bad "ci/postgres/pg-vendor --pairs 99999999999999999999: one line, exit 2 (got exit $rc: $out)"
 out=$("$pg_vendor" --bogus 2>&1); rc=$?
 [[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] && ok "ci/postgres/pg-vendor --bogus: one line, exit 2" \
   || bad "ci/postgres/pg-vendor --bogus: one line, exit 2 (got exit $rc: $out)"
+
+# pg-vendor's paired overhead: the median of the pairs' ratios and its
+# distribution-free 95 % interval, order statistics j and n + 1 - j with j
+# the largest rank where 2 P(B < j) <= 0.05, B binomial(n, 1/2): 14 and 28
+# of 41, 1 and 6 of 6, none of 5. The statistic is the script's own text.
+stat=$(awk '/^read -r XP XP_LO XP_HI/ { b = 1; next } b && /^PY$/ { exit } b' "$pg_measure")
+pairs_of() { local i out=""; for i in "$@"; do out+=" 100/$((100 + i))"; done; echo "$out"; }  # OFF 100, sampled 100 + i: i %
+got41=$(python3 - $(pairs_of $(seq -20 20)) <<<"$stat")
+got6=$(python3 - $(pairs_of 3 1 2 6 5 4) <<<"$stat")
+got5=$(python3 - $(pairs_of 1 2 3 4 5) <<<"$stat")
+[[ "$got41" == "0.00 -7.00 7.00" && "$got6" == "3.50 1.00 6.00" && "$got5" == "3.00 n/a n/a" ]] \
+  && ok "pg-vendor's paired overhead: the median and its 95 % interval (14th and 28th of 41; 1st and 6th of 6; none of 5)" \
+  || bad "pg-vendor's paired overhead: the median and its 95 % interval (got '$got41', '$got6', '$got5')"
 
 if [[ $fail -ne 0 ]]; then echo "instr_time_test: FAILED"; exit 1; fi
 echo "instr_time_test: all passed"
