@@ -89,10 +89,10 @@ done
 # --pairs pairs of adjacent executions of the count on the tickclock
 # server, TIMING OFF and sampled (which goes first alternates), each by the
 # backend's CPU time: the median of the pairs' ratios, and its
-# distribution-free interval of at least 95 % (the order statistics j and
-# pairs + 1 - j, j the largest rank with 2 P(B < j) <= 0.05 for B
-# binomial(pairs, 1/2); none below 6 pairs). The 2 % target is judged on
-# the median.
+# distribution-free interval of at least 95 %, assuming independent pairs
+# (the order statistics j and pairs + 1 - j, j the largest rank with
+# 2 P(B < j) <= 0.05 for B binomial(pairs, 1/2); none below 6 pairs). The
+# 2 % target is judged on the median.
 pair_ratios=""
 for ((i = 0; i < pairs; i++)); do
   if (( i % 2 == 0 )); then first=OFF second=SAMPLED; else first=SAMPLED second=OFF; fi
