@@ -101,18 +101,6 @@ bool emulated_counter() {
 
 using tctest::check_clean;
 
-// |measured - reference| within 2 ms, and positive.
-void expect_interval(int64_t measured, uint64_t reference) {
-  int64_t err = measured - (int64_t)reference;
-  fprintf(stderr, "interval %lld ns, reference %llu ns, error %lld ns\n", (long long)measured,
-          (unsigned long long)reference, (long long)err);
-  if (!(measured > 0 && err < 2000000 && err > -2000000)) {
-    fprintf(stderr, "child: interval %lld ns vs reference %llu ns\n", (long long)measured,
-            (unsigned long long)reference);
-    _exit(11);
-  }
-}
-
 // The forward step of one switch, measured from outside: the clock's
 // interval across it minus the system call's. The system call is read
 // first before and last after, so a preemption anywhere can only make the
@@ -160,9 +148,6 @@ bool wait_grandchild(pid_t pid, int limit_ms, int *st) {
   return *st != -1;
 }
 
-// What a child forked at an awkward moment must still do, each step well
-// within the grandchild's deadline: read (an interval within 2 ms of the
-// system call's), re-initialise, re-validate, read again.
 // An interval against the system call's, each end bracketed by two of its
 // reads (a preemption between a tick and its reference read only widens
 // the bracket): within 2 ms of the bracket, positive.
@@ -176,6 +161,9 @@ void expect_bracketed(int64_t measured, uint64_t r0a, uint64_t r0b, uint64_t r1a
   }
 }
 
+// What a child forked at an awkward moment must still do, each step well
+// within the grandchild's deadline: read (an interval within 2 ms of the
+// system call's), re-initialise, re-validate, read again.
 void child_works() {
   uint64_t r0a = sys_ns(), a = tickclock_now(), r0b = sys_ns();
   sleep_ms(5);
@@ -233,7 +221,7 @@ int rdtsc_traps_after_prctl() {
 
 TEST_CASE("an interval spanning tickclock_init(SYSTEM) and back is within 2 ms of the reference") {
   check_clean(in_child([] {
-    uint64_t t0 = tickclock_now(), r0 = sys_ns();
+    uint64_t r0a = sys_ns(), t0 = tickclock_now(), r0 = sys_ns();
     tickclock::stopwatch sw;
     int unit = tickclock_info_get()->source;
     sleep_ms(40);
@@ -244,8 +232,8 @@ TEST_CASE("an interval spanning tickclock_init(SYSTEM) and back is within 2 ms o
     expect_trusted_switch_step("tickclock_init(SYSTEM)", to_os.step(), to_os.span());
     EXPECT(tickclock_info_get()->unit_source == unit);
     sleep_ms(60);
-    uint64_t t1 = tickclock_now(), r1 = sys_ns();
-    expect_interval(tickclock_delta_ns(t0, t1), r1 - r0);
+    uint64_t r1a = sys_ns(), t1 = tickclock_now(), r1 = sys_ns();
+    expect_bracketed(tickclock_delta_ns(t0, t1), r0a, r0, r1a, r1);
     EXPECT(sw.elapsed_ns() > 0);
     EXPECT(tickclock_to_ns(t1) > tickclock_to_ns(t0));
     EXPECT(tickclock::clock::from_ticks(t1) > tickclock::clock::from_ticks(t0));
@@ -254,9 +242,9 @@ TEST_CASE("an interval spanning tickclock_init(SYSTEM) and back is within 2 ms o
     EXPECT(tickclock_init(NULL) == TICKCLOCK_OK);  // back to the automatic choice
     expect_trusted_switch_step("tickclock_init(NULL) back", back.step(), back.span());
     sleep_ms(30);
-    uint64_t t2 = tickclock_now(), r2 = sys_ns();
-    expect_interval(tickclock_delta_ns(t0, t2), r2 - r0);
-    expect_interval(tickclock_delta_ns(t1, t2), r2 - r1);
+    uint64_t r2a = sys_ns(), t2 = tickclock_now(), r2 = sys_ns();
+    expect_bracketed(tickclock_delta_ns(t0, t2), r0a, r0, r2a, r2);
+    expect_bracketed(tickclock_delta_ns(t1, t2), r1a, r1, r2a, r2);
   }));
 }
 
@@ -264,7 +252,7 @@ TEST_CASE("starting on the OS clock, then the counter: ticks stay nanoseconds") 
   check_clean(in_child([] {
     tickclock_config sys = {TICKCLOCK_SOURCE_SYSTEM, 0, 0};
     EXPECT(tickclock_init(&sys) == TICKCLOCK_OK);
-    uint64_t t0 = tickclock_now(), r0 = sys_ns();
+    uint64_t r0a = sys_ns(), t0 = tickclock_now(), r0 = sys_ns();
     EXPECT(tickclock_info_get()->scaled == 0);
     EXPECT(tickclock_init(NULL) == TICKCLOCK_OK);
     const tickclock_info *i = tickclock_info_get();
@@ -272,15 +260,15 @@ TEST_CASE("starting on the OS clock, then the counter: ticks stay nanoseconds") 
     EXPECT(i->scaled == 0);
     if (i->source != TICKCLOCK_SOURCE_SYSTEM) EXPECT(i->read_path == TICKCLOCK_READ_COUNTER_MAPPED);
     sleep_ms(50);
-    uint64_t t1 = tickclock_now(), r1 = sys_ns();
-    expect_interval(tickclock_delta_ns(t0, t1), r1 - r0);
-    expect_interval((int64_t)(t1 - t0), r1 - r0);  // ticks are ns
+    uint64_t r1a = sys_ns(), t1 = tickclock_now(), r1 = sys_ns();
+    expect_bracketed(tickclock_delta_ns(t0, t1), r0a, r0, r1a, r1);
+    expect_bracketed((int64_t)(t1 - t0), r0a, r0, r1a, r1);  // ticks are ns
   }));
 }
 
 TEST_CASE("an interval spanning re-calibrations is within 2 ms; to_ns of a held tick never moves") {
   check_clean(in_child([] {
-    uint64_t t0 = tickclock_now(), r0 = sys_ns();
+    uint64_t r0a = sys_ns(), t0 = tickclock_now(), r0 = sys_ns();
     uint64_t ns0 = tickclock_to_ns(t0);
     uint64_t worst = 0;
     for (int k = 0; k < 5; k++) {
@@ -293,8 +281,8 @@ TEST_CASE("an interval spanning re-calibrations is within 2 ms; to_ns of a held 
       uint64_t moved = again > ns0 ? again - ns0 : ns0 - again;
       if (moved > worst) worst = moved;
     }
-    uint64_t t1 = tickclock_now(), r1 = sys_ns();
-    expect_interval(tickclock_delta_ns(t0, t1), r1 - r0);
+    uint64_t r1a = sys_ns(), t1 = tickclock_now(), r1 = sys_ns();
+    expect_bracketed(tickclock_delta_ns(t0, t1), r0a, r0, r1a, r1);
     // a re-calibration never changes what an earlier tick means: the held
     // tick converts with the state it was taken under, exactly
     fprintf(stderr, "to_ns of a held tick moved at most %llu ns over 5 re-calibrations\n",
@@ -310,7 +298,7 @@ TEST_CASE("an interval spanning a PR_SET_TSC switch is within 2 ms; no signal") 
   return;
 #endif
   check_clean(in_child([] {
-    uint64_t t0 = tickclock_now(), r0 = sys_ns();
+    uint64_t r0a = sys_ns(), t0 = tickclock_now(), r0 = sys_ns();
     int was_counter = tickclock_info_get()->read_path == TICKCLOCK_READ_COUNTER;
     double u = tickclock_info_get()->uncertainty_ppm;
     sleep_ms(20);
@@ -340,8 +328,8 @@ TEST_CASE("an interval spanning a PR_SET_TSC switch is within 2 ms; no signal") 
     const tickclock_info *i = tickclock_info_get();
     if (was_counter) EXPECT(i->read_path == TICKCLOCK_READ_OS_SYSCALL);
     sleep_ms(20);
-    uint64_t t1 = tickclock_now(), r1 = sys_ns();
-    expect_interval(tickclock_delta_ns(t0, t1), r1 - r0);
+    uint64_t r1a = sys_ns(), t1 = tickclock_now(), r1 = sys_ns();
+    expect_bracketed(tickclock_delta_ns(t0, t1), r0a, r0, r1a, r1);
     EXPECT(tickclock_info_get() == i);
   }));
 }
@@ -360,14 +348,14 @@ TEST_CASE("PR_SET_TSC before first use: no signal, the system call, the OS clock
   MESSAGE("a raw RDTSC after PR_SET_TSC " << seen << " here");
   check_clean(in_child([] {
     if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) _exit(12);
-    uint64_t t0 = tickclock_now(), r0 = sys_ns();
+    uint64_t r0a = sys_ns(), t0 = tickclock_now(), r0 = sys_ns();
     const tickclock_info *i = tickclock_info_get();
     EXPECT(i->source == TICKCLOCK_SOURCE_SYSTEM);
     EXPECT(i->read_path == TICKCLOCK_READ_OS_SYSCALL);
     EXPECT(strstr(i->why, "system call") != nullptr);
     sleep_ms(10);
-    uint64_t t1 = tickclock_now_ordered(), r1 = sys_ns();
-    expect_interval(tickclock_delta_ns(t0, t1), r1 - r0);
+    uint64_t r1a = sys_ns(), t1 = tickclock_now_ordered(), r1 = sys_ns();
+    expect_bracketed(tickclock_delta_ns(t0, t1), r0a, r0, r1a, r1);
     EXPECT(tickclock_revalidate() == 0);
     tickclock_config tsc = {TICKCLOCK_SOURCE_TSC, 0, 0};
     EXPECT(tickclock_init(&tsc) == TICKCLOCK_EUNAVAILABLE);
@@ -449,10 +437,10 @@ TEST_CASE("fork() while another thread is in the first initialisation: the child
     }
     pid_t pid = fork();
     if (pid == 0) {  // the grandchild: its first read must not hang
-      uint64_t a = tickclock_now(), r0 = sys_ns();
+      uint64_t r0a = sys_ns(), a = tickclock_now(), r0 = sys_ns();
       sleep_ms(10);
-      uint64_t b = tickclock_now(), r1 = sys_ns();
-      expect_interval(tickclock_delta_ns(a, b), r1 - r0);
+      uint64_t r1a = sys_ns(), b = tickclock_now(), r1 = sys_ns();
+      expect_bracketed(tickclock_delta_ns(a, b), r0a, r0, r1a, r1);
       _exit(0);
     }
     EXPECT(pid > 0);
@@ -591,10 +579,17 @@ std::atomic<int> g_handler_far(0), g_handler_busy(0), g_handler_not_busy(0);
 std::atomic<long long> g_handler_worst_off(0);
 std::atomic<int> g_phase(0);  // 1: the first initialisation, 2: a re-initialisation
 std::atomic<unsigned long long> g_phase_start(0);
-std::atomic<long long> g_unit_off(0);  // to_ns(now()) - system call, before phase 2
+std::atomic<long long> g_unit_off(0);    // to_ns(now()) - system call, before phase 2
+std::atomic<long long> g_unit_slack(0);  // the system calls around that reading, apart
 // the first reading a handler took during the first initialisation, and
-// the system call right after it
-std::atomic<unsigned long long> g_init_tick(0), g_init_tick_sys(0);
+// the system calls right after and right before it
+std::atomic<unsigned long long> g_init_tick(0), g_init_tick_sys(0), g_init_tick_sys0(0);
+
+// How far x lies outside [lo, hi]: a reading against the system calls
+// made before and after it (a preemption between them only widens them).
+long long outside(long long x, long long lo, long long hi) {
+  return x < lo ? lo - x : x > hi ? x - hi : 0;
+}
 
 void note_off(long long off) {
   long long m = off < 0 ? -off : off;
@@ -605,6 +600,7 @@ void note_off(long long off) {
 void on_alarm(int) {
   int saved = errno;
   int during = tkc_g_state == NULL;  // the first initialisation is running
+  uint64_t r0 = sys_ns();
   uint64_t a = tickclock_now();
   uint64_t b = tickclock_now_ordered();
   uint64_t r = sys_ns();
@@ -615,8 +611,9 @@ void on_alarm(int) {
     if (g_handler_during_init++ == 0) {
       g_init_tick = b;
       g_init_tick_sys = r;
+      g_init_tick_sys0 = r0;
     }
-    note_off((long long)(r - b));
+    note_off(outside((long long)b, (long long)r0, (long long)r));
     // the library is interrupted in this thread: init and revalidate say so
     if (tickclock_init(NULL) == TICKCLOCK_EBUSY && tickclock_revalidate() == TICKCLOCK_EBUSY)
       g_handler_busy++;
@@ -627,7 +624,9 @@ void on_alarm(int) {
     // first microseconds: judged only well inside it
     uint64_t since = r - g_phase_start.load();
     if (since > 20000000u && since < 150000000u) {
-      note_off((long long)(tickclock_to_ns(b) - r) - g_unit_off.load());
+      // g_unit_off may be low by up to g_unit_slack, which only raises this
+      note_off(outside((long long)tickclock_to_ns(b) - g_unit_off.load(), (long long)r0,
+                       (long long)r + g_unit_slack.load()));
       if (tickclock_init(NULL) == TICKCLOCK_EBUSY && tickclock_revalidate() == TICKCLOCK_EBUSY)
         g_handler_busy++;
       else
@@ -668,17 +667,21 @@ TEST_CASE("a signal handler during an initialisation reads the system clock and 
     if (first_calls > 0) {
       // the handler's reading compares with one taken after the
       // initialisation: the same span as the system call's, within what
-      // the first state's continuation allows (microseconds) and the time
-      // between each reading and its system call
-      uint64_t later = tickclock_now(), later_sys = sys_ns();
-      long long span = (long long)(later_sys - g_init_tick_sys.load());
+      // the first state's continuation allows (microseconds), each reading
+      // bracketed by two system calls (a preemption only widens them)
+      uint64_t later_sys0 = sys_ns(), later = tickclock_now(), later_sys = sys_ns();
+      long long lo = (long long)(later_sys0 - g_init_tick_sys.load());
+      long long hi = (long long)(later_sys - g_init_tick_sys0.load());
       long long got = (long long)tickclock_delta_ns(g_init_tick.load(), later);
-      fprintf(stderr, "handler's tick to a later one: %lld ns, system call %lld ns\n", got, span);
+      long long span = got < lo ? lo : got > hi ? hi : got;  // the nearest the system calls allow
+      fprintf(stderr, "handler's tick to a later one: %lld ns, system calls [%lld, %lld] ns\n", got,
+              lo, hi);
       EXPECT(got - span < 2000000 && span - got < 2000000);
     }
     // then a re-initialisation, interrupted the same way
-    uint64_t t = tickclock_now(), r = sys_ns();
+    uint64_t r_before = sys_ns(), t = tickclock_now(), r = sys_ns();
     g_unit_off = (long long)(tickclock_to_ns(t) - r);
+    g_unit_slack = (long long)(r - r_before);
     int busy_before = g_handler_busy.load();
     g_phase_start = sys_ns();
     g_phase = 2;
@@ -689,7 +692,8 @@ TEST_CASE("a signal handler during an initialisation reads the system clock and 
     EXPECT(rc == TICKCLOCK_OK);
     fprintf(stderr,
             "%d handler calls, %d during the first initialisation, %d inside the "
-            "re-initialisation; worst |handler read - system call| %lld ns; EBUSY %d, not %d\n",
+            "re-initialisation; worst handler read outside its system calls %lld ns; EBUSY %d, not "
+            "%d\n",
             g_handler_calls.load(), first_calls, g_handler_busy.load() - busy_before,
             g_handler_worst_off.load(), g_handler_busy.load(), g_handler_not_busy.load());
     if (cfg.source == TICKCLOCK_SOURCE_SYSTEM && first_calls == 0)
