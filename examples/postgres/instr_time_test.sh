@@ -266,21 +266,17 @@ else
 fi
 
 # ci/postgres/pg-vendor's argument check runs before anything is fetched or built.
-out=$("$pg_vendor" --rounds zero 2>&1); rc=$?
-[[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] && ok "ci/postgres/pg-vendor --rounds zero: one line, exit 2" \
-  || bad "ci/postgres/pg-vendor --rounds zero: one line, exit 2 (got exit $rc: $out)"
-out=$("$pg_vendor" --sample-rate 1.5 2>&1); rc=$?
-[[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] && ok "ci/postgres/pg-vendor --sample-rate 1.5: one line, exit 2" \
-  || bad "ci/postgres/pg-vendor --sample-rate 1.5: one line, exit 2 (got exit $rc: $out)"
-out=$("$pg_vendor" --pairs 0 2>&1); rc=$?
-[[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 && "$out" == *"--pairs needs"* ]] && ok "ci/postgres/pg-vendor --pairs 0: one line, exit 2" \
-  || bad "ci/postgres/pg-vendor --pairs 0: one line, exit 2 (got exit $rc: $out)"
-out=$("$pg_vendor" --pairs 99999999999999999999 2>&1); rc=$?
-[[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 && "$out" == *"--pairs needs"* ]] && ok "ci/postgres/pg-vendor --pairs 99999999999999999999: one line, exit 2" \
-  || bad "ci/postgres/pg-vendor --pairs 99999999999999999999: one line, exit 2 (got exit $rc: $out)"
-out=$("$pg_vendor" --bogus 2>&1); rc=$?
-[[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 ]] && ok "ci/postgres/pg-vendor --bogus: one line, exit 2" \
-  || bad "ci/postgres/pg-vendor --bogus: one line, exit 2 (got exit $rc: $out)"
+rejects() { # TEXT ARG...: pg-vendor ARG... says one line holding TEXT and exits 2
+  local text=$1 out rc; shift
+  out=$("$pg_vendor" "$@" 2>&1); rc=$?
+  [[ $rc -eq 2 && $(wc -l <<<"$out") -eq 1 && "$out" == *"$text"* ]] && ok "ci/postgres/pg-vendor $*: one line, exit 2" \
+    || bad "ci/postgres/pg-vendor $*: one line, exit 2 (got exit $rc: $out)"
+}
+rejects "" --rounds zero
+rejects "" --sample-rate 1.5
+rejects "--pairs needs" --pairs 0
+rejects "--pairs needs" --pairs 99999999999999999999
+rejects "" --bogus
 
 # pg-vendor's paired overhead: the median of the pairs' ratios and its
 # distribution-free 95 % interval, order statistics j and n + 1 - j with j

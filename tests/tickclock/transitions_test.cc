@@ -148,12 +148,18 @@ bool wait_grandchild(pid_t pid, int limit_ms, int *st) {
   return *st != -1;
 }
 
+// How far x lies outside [lo, hi]: a reading against the system calls
+// made before and after it (a preemption between them only widens them).
+long long outside(long long x, long long lo, long long hi) {
+  return x < lo ? lo - x : x > hi ? x - hi : 0;
+}
+
 // An interval against the system call's, each end bracketed by two of its
 // reads (a preemption between a tick and its reference read only widens
 // the bracket): within 2 ms of the bracket, positive.
 void expect_bracketed(int64_t measured, uint64_t r0a, uint64_t r0b, uint64_t r1a, uint64_t r1b) {
   int64_t lo = (int64_t)(r1a - r0b), hi = (int64_t)(r1b - r0a);
-  if (!(measured > 0 && measured > lo - 2000000 && measured < hi + 2000000)) {
+  if (!(measured > 0 && outside(measured, lo, hi) < 2000000)) {
     fprintf(stderr,
             "child: interval %lld ns outside the reference bracket [%lld, %lld] ns +- 2 ms\n",
             (long long)measured, (long long)lo, (long long)hi);
@@ -585,12 +591,6 @@ std::atomic<long long> g_unit_slack(0);  // the system calls around that reading
 // the system calls right after and right before it
 std::atomic<unsigned long long> g_init_tick(0), g_init_tick_sys(0), g_init_tick_sys0(0);
 
-// How far x lies outside [lo, hi]: a reading against the system calls
-// made before and after it (a preemption between them only widens them).
-long long outside(long long x, long long lo, long long hi) {
-  return x < lo ? lo - x : x > hi ? x - hi : 0;
-}
-
 void note_off(long long off) {
   long long m = off < 0 ? -off : off;
   if (m > g_handler_worst_off.load()) g_handler_worst_off.store(m);
@@ -673,10 +673,9 @@ TEST_CASE("a signal handler during an initialisation reads the system clock and 
       long long lo = (long long)(later_sys0 - g_init_tick_sys.load());
       long long hi = (long long)(later_sys - g_init_tick_sys0.load());
       long long got = (long long)tickclock_delta_ns(g_init_tick.load(), later);
-      long long span = got < lo ? lo : got > hi ? hi : got;  // the nearest the system calls allow
       fprintf(stderr, "handler's tick to a later one: %lld ns, system calls [%lld, %lld] ns\n", got,
               lo, hi);
-      EXPECT(got - span < 2000000 && span - got < 2000000);
+      EXPECT(outside(got, lo, hi) < 2000000);
     }
     // then a re-initialisation, interrupted the same way
     uint64_t r_before = sys_ns(), t = tickclock_now(), r = sys_ns();
