@@ -51,11 +51,34 @@ cat > "$fake/apt-get" <<'EOF'
 echo "apt-get $*" >> "$FAKE_LOG"
 exit 0
 EOF
+# dpkg: --audit lists a half-configured package while $FAKE_HALF exists;
+# --configure -a (logged) finishes the journal and the half-configured
+# package, or fails when FAKE_CONFIGURE_FAILS is set. The real dpkg is never
+# reached: the test must not read or repair this machine's database.
+cat > "$fake/dpkg" <<'EOF'
+#!/usr/bin/env bash
+case "$*" in
+  --audit)
+    [[ -e "$FAKE_HALF" ]] && printf ' man-db               tools for reading manual pages\n'
+    exit 0 ;;
+  "--configure -a")
+    echo "dpkg $*" >> "$FAKE_LOG"
+    [[ -n "${FAKE_CONFIGURE_FAILS:-}" ]] && { echo "dpkg: error processing package man-db" >&2; exit 1; }
+    rm -f "$DPKG_ADMINDIR"/updates/[0-9]* "$FAKE_HALF"
+    exit 0 ;;
+esac
+echo "dpkg stand-in: unexpected '$*'" >&2
+exit 2
+EOF
 cat > "$fake/sudo" <<'EOF'
 #!/usr/bin/env bash
 exec "$@"
 EOF
 chmod +x "$fake"/*
+
+# dpkg's database folder: updates/ holds the journal of an interrupted run
+export DPKG_ADMINDIR=$tmp/dpkg FAKE_HALF=$tmp/dpkg/half-configured
+mkdir -p "$DPKG_ADMINDIR/updates"
 
 run_deps() { # what..., with FAKE_* set by the caller; output in $tmp/out, log in $tmp/apt.log
   : > "$tmp/apt.log"
@@ -125,6 +148,42 @@ expect "pg-vendor: packages" "$(installed_pkgs)" "$(sorted dpkg-dev make perl)"
 run_deps bogus; rc=$?
 expect "unknown argument: exit 2" "$rc" 2
 expect "unknown argument: one line" "$(wc -l < "$tmp/out" | tr -d ' ')" 1
+
+# 8. a run killed during a remove left dpkg's journal (all-digit names;
+# dpkg's own temporary file tmp.i does not count): dpkg --configure -a
+# first, then the install, exit 0
+export FAKE_INSTALLED="${HOST/cpuid /}" FAKE_NO_CANDIDATE="" FAKE_UNKNOWN=""
+touch "$DPKG_ADMINDIR/updates/0000" "$DPKG_ADMINDIR/updates/tmp.i"
+run_deps host; rc=$?
+expect "interrupted journal: exit 0" "$rc" 0
+expect "interrupted journal: dpkg --configure -a, then apt" "$(grep -v '^apt-get update' "$tmp/apt.log" | cut -d' ' -f1-2 | tr '\n' ' ')" "dpkg --configure apt-get install "
+expect "interrupted journal: said so" "$(grep -c '^ci/deps: dpkg was left interrupted' "$tmp/out")" 1
+expect "interrupted journal: cpuid installed" "$(installed_pkgs)" "cpuid "
+expect "interrupted journal: finished" "$(ls "$DPKG_ADMINDIR/updates" | tr '\n' ' ')" "tmp.i "
+
+# 9. a half-configured package with nothing missing: still finished, since
+# the jobs' later apt-get calls would refuse; no apt-get call
+export FAKE_INSTALLED="$HOST"
+touch "$FAKE_HALF"
+run_deps host; rc=$?
+expect "half-configured: exit 0" "$rc" 0
+expect "half-configured: only dpkg --configure -a" "$(cat "$tmp/apt.log")" "dpkg --configure -a"
+expect "half-configured: finished" "$([[ -e "$FAKE_HALF" ]] && echo left || echo gone)" gone
+
+# 10. dpkg --configure -a fails: exit 1, says where to look, no apt-get call
+export FAKE_INSTALLED="${HOST/cpuid /}" FAKE_CONFIGURE_FAILS=1
+touch "$DPKG_ADMINDIR/updates/0001"
+run_deps host; rc=$?
+expect "resume fails: exit 1" "$rc" 1
+expect "resume fails: named" "$(grep -c 'dpkg --configure -a failed; fix dpkg by hand (dpkg --audit' "$tmp/out")" 1
+expect "resume fails: no apt-get call" "$(grep -c '^apt-get' "$tmp/apt.log")" 0
+
+# 11. ci/deps dpkg-resume alone, nothing interrupted: no call, no output
+export FAKE_CONFIGURE_FAILS=""
+rm -f "$DPKG_ADMINDIR/updates/0001"
+run_deps dpkg-resume; rc=$?
+expect "dpkg-resume, nothing interrupted: exit 0" "$rc" 0
+expect "dpkg-resume, nothing interrupted: no call, no output" "$(cat "$tmp/apt.log" "$tmp/out")" ""
 
 echo
 if [[ $fail -ne 0 ]]; then echo "deps_test: FAILED"; exit 1; fi
