@@ -82,6 +82,23 @@ for ((i = 0; i < rounds; i++)); do
   log "round $((i + 1))/$rounds:$line"
 done
 
+# median_ci VALUE...: "median lo hi", the median of the values and its
+# distribution-free interval of at least 95 %, assuming independent values:
+# the order statistics j and n + 1 - j, j the largest rank with
+# 2 P(B < j) <= 0.05 for B binomial(n, 1/2) ("n/a n/a" below 6 values).
+# A value may be inf or -inf (a ratio over a difference that came out <= 0).
+median_ci() {
+  python3 - "$@" 2>/dev/null <<'PY'
+import math, sys
+r = sorted(float(x) for x in sys.argv[1:])
+n = len(r)
+med = (r[(n - 1) // 2] + r[n // 2]) / 2
+below = lambda j: sum(math.comb(n, i) for i in range(j)) / 2 ** n   # P(B < j)
+j = max((j for j in range(1, n // 2 + 1) if 2 * below(j) <= 0.05), default=0)
+print(f"{med:.3f} " + (f"{r[j - 1]:.3f} {r[n - j]:.3f}" if j else "n/a n/a"))
+PY
+}
+
 # -------------------------------------- sampled timing's overhead, paired
 # The best of the rounds compares OFF and sampled taken at different
 # moments, and this machine's speed moves by tens of percent from one
@@ -90,9 +107,7 @@ done
 # server, TIMING OFF and sampled (which goes first alternates), each by the
 # backend's CPU time: the median of the pairs' ratios, and its
 # distribution-free interval of at least 95 %, assuming independent pairs
-# (the order statistics j and pairs + 1 - j, j the largest rank with
-# 2 P(B < j) <= 0.05 for B binomial(pairs, 1/2); none below 6 pairs). The
-# 2 % target is judged on the median.
+# (median_ci). The 2 % target is judged on the median.
 pair_ratios=""
 for ((i = 0; i < pairs; i++)); do
   if (( i % 2 == 0 )); then first=OFF second=SAMPLED; else first=SAMPLED second=OFF; fi
@@ -101,20 +116,44 @@ for ((i = 0; i < pairs; i++)); do
   if [[ "$first" == OFF ]]; then c_off=${r1#* } c_smp=${r2#* }; else c_smp=${r1#* } c_off=${r2#* }; fi
   pair_ratios+=" $c_off/$c_smp"
 done
-read -r XP XP_LO XP_HI <<<"$(python3 - $pair_ratios 2>/dev/null <<'PY'
-import math, sys
-r = sorted(100 * (float(s) / float(o) - 1) for o, s in (p.split("/") for p in sys.argv[1:]))
-n = len(r)
-med = (r[(n - 1) // 2] + r[n // 2]) / 2
-below = lambda j: sum(math.comb(n, i) for i in range(j)) / 2 ** n   # P(B < j)
-j = max((j for j in range(1, n // 2 + 1) if 2 * below(j) <= 0.05), default=0)
-print(f"{med:.2f} " + (f"{r[j - 1]:.2f} {r[n - j]:.2f}" if j else "n/a n/a"))
-PY
-)"
+read -r XP XP_LO XP_HI <<<"$(median_ci $(python3 -c 'import sys; [print(f"{100 * (float(s) / float(o) - 1):.4f}") for o, s in (p.split("/") for p in sys.argv[1:])]' $pair_ratios))"
 [[ -n "$XP" && -n "$XP_HI" ]] || fail "the paired overhead of sampled timing: no median from $pairs pairs"
 log "sampled timing over TIMING OFF, $pairs adjacent pairs by the backend's CPU time: median $XP % (95 % interval $XP_LO .. $XP_HI %)"
 if [[ "$XP_HI" != n/a ]] && python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > 2.0 >= float(sys.argv[2]) else 1)' "$XP_HI" "$XP_LO"; then
   log "  the interval holds 2 %: this machine's noise between adjacent executions does not resolve the target (more --pairs narrow it as their square root)"
+fi
+
+# ------------------------------- timing's overhead against stock, paired
+# R from the best of the rounds compares executions minutes apart, and on
+# this kind of machine its rounds straddled 1.0 (R 0.931 and 0.965 by the
+# best, 0.884 and 1.129 by the medians of per-round differences). Here
+# --r-pairs groups of four adjacent executions of the count by the
+# backend's CPU time, stock OFF and ON, then tickclock OFF and ON (the
+# order reversed every other group): each group's R is tickclock's ON - OFF
+# over stock's, and the target is judged on their median (median_ci; a
+# group whose stock overhead came out <= 0 counts as R = +inf).
+group_r() { # STOCK_OFF/STOCK_ON/TICKCLOCK_OFF/TICKCLOCK_ON... -> each group's R, a line each
+  python3 -c '
+import sys
+for g in sys.argv[1:]:
+    so, sn, to, tn = (float(x) for x in g.split("/"))
+    print(f"{(tn - to) / (sn - so):.5f}" if sn > so else "inf")' "$@"
+}
+r_groups=""
+for ((i = 0; i < r_pairs; i++)); do
+  if (( i % 2 == 0 )); then order="stock.OFF stock.ON tickclock.OFF tickclock.ON"; else order="tickclock.ON tickclock.OFF stock.ON stock.OFF"; fi
+  declare -A quad=()
+  for vm in $order; do
+    r=$(explain_ms "${vm%.*}" "${vm#*.}") && [[ -n "$r" ]] || fail "EXPLAIN ANALYZE (${vm%.*}, TIMING ${vm#*.}, group $((i + 1)) of --r-pairs)" "$scratch/${vm%.*}.log"
+    quad[$vm]=${r#* }
+  done
+  r_groups+=" ${quad[stock.OFF]}/${quad[stock.ON]}/${quad[tickclock.OFF]}/${quad[tickclock.ON]}"
+done
+RP="" RP_LO="" RP_HI=""
+if (( r_pairs > 0 )); then
+  read -r RP RP_LO RP_HI <<<"$(median_ci $(group_r $r_groups))"
+  [[ -n "$RP" && -n "$RP_HI" ]] || fail "R from $r_pairs groups: no median"
+  log "R (tickclock's ON - OFF over stock's), $r_pairs groups of adjacent executions by the backend's CPU time: median $RP (95 % interval $RP_LO .. $RP_HI)"
 fi
 
 # --------------------------------------- sampled timing's stated intervals
@@ -391,14 +430,24 @@ if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) <= 2.0 else 1)' "$XP
 else
   log "sampled timing overhead over TIMING OFF, median of $pairs pairs by CPU time, $XP % (95 % interval $XP_LO .. $XP_HI %; target <= 2 %): FAIL"; ok=0
 fi
+# R is judged on the groups' median when there are groups (--r-pairs), else
+# on the best of the rounds. On the CPU counter the target is 0.4; on the OS
+# clock, which stock PostgreSQL reads too, tickclock must cost no more than
+# stock: R <= 1.0.
+R_best=$R
+if [[ -n "$RP" ]]; then R=$RP; r_how="median of $r_pairs groups (95 % interval $RP_LO .. $RP_HI; best of the rounds $R_best)"; else r_how="best of the rounds"; fi
 if [[ "$clock_source" == tsc || "$clock_source" == cntvct || "$clock_source" == timebase || \
       "$clock_source" == tod || "$clock_source" == rdtime ]]; then
-  verdict=$(python3 -c 'import sys; r=float(sys.argv[1]); print("PASS" if r <= 0.4 else "FAIL")' "$R")
-  log "tickclock reads the CPU counter ($clock_source): target R <= 0.4: $verdict"
+  target=0.4
+  log "tickclock reads the CPU counter ($clock_source)"
 else
-  verdict=$(python3 -c 'import sys; r=float(sys.argv[1]); print("PASS" if 0.7 <= r <= 1.3 else "FAIL")' "$R")
-  log "tickclock chose the OS clock here, so R is about 1 (both builds read CLOCK_MONOTONIC): ${clock_line#*: }"
-  log "target 0.7 <= R <= 1.3: $verdict"
+  target=1.0
+  log "tickclock chose the OS clock here (both builds read CLOCK_MONOTONIC): ${clock_line#*: }"
+fi
+verdict=$(python3 -c 'import sys; print("PASS" if float(sys.argv[1]) <= float(sys.argv[2]) else "FAIL")' "$R" "$target")
+log "target R <= $target: R = $R, $r_how: $verdict"
+if [[ -n "$RP" && "$RP_HI" != n/a ]] && python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[3]) >= float(sys.argv[2]) else 1)' "$RP_HI" "$RP_LO" "$target"; then
+  log "  the interval holds $target: this machine's noise between adjacent executions does not resolve the target (more --r-pairs narrow it as their square root)"
 fi
 [[ "$verdict" == PASS ]] || ok=0
 bs() { [[ "${build_s[$1]}" == reused ]] && echo reused || echo "${build_s[$1]} s"; }

@@ -276,20 +276,27 @@ rejects "" --rounds zero
 rejects "" --sample-rate 1.5
 rejects "--pairs needs" --pairs 0
 rejects "--pairs needs" --pairs 99999999999999999999
+rejects "--r-pairs needs" --r-pairs -1
+rejects "--r-pairs needs" --r-pairs 1001
 rejects "" --bogus
 
-# pg-vendor's paired overhead: the median of the pairs' ratios and its
-# distribution-free 95 % interval, order statistics j and n + 1 - j with j
-# the largest rank where 2 P(B < j) <= 0.05, B binomial(n, 1/2): 14 and 28
-# of 41, 1 and 6 of 6, none of 5. The statistic is the script's own text.
-stat=$(awk '/^read -r XP XP_LO XP_HI/ { b = 1; next } b && /^PY$/ { exit } b' "$pg_measure")
-pairs_of() { local i out=""; for i in "$@"; do out+=" 100/$((100 + i))"; done; echo "$out"; }  # OFF 100, sampled 100 + i: i %
-got41=$(python3 - $(pairs_of $(seq -20 20)) <<<"$stat")
-got6=$(python3 - $(pairs_of 3 1 2 6 5 4) <<<"$stat")
-got5=$(python3 - $(pairs_of 1 2 3 4 5) <<<"$stat")
-[[ "$got41" == "0.00 -7.00 7.00" && "$got6" == "3.50 1.00 6.00" && "$got5" == "3.00 n/a n/a" ]] \
-  && ok "pg-vendor's paired overhead: the median and its 95 % interval (14th and 28th of 41; 1st and 6th of 6; none of 5)" \
-  || bad "pg-vendor's paired overhead: the median and its 95 % interval (got '$got41', '$got6', '$got5')"
+# pg-vendor's paired figures: the median and its distribution-free 95 %
+# interval, order statistics j and n + 1 - j with j the largest rank where
+# 2 P(B < j) <= 0.05, B binomial(n, 1/2): 14 and 28 of 41, 1 and 6 of 6,
+# none of 5; and each group's R (tickclock's ON - OFF over stock's, +inf
+# when stock's came out <= 0). The functions are the script's own text.
+eval "$(awk '/^(median_ci|group_r)\(\) \{/, /^}$/' "$pg_measure")"
+got41=$(median_ci $(seq -20 20))
+got6=$(median_ci 3 1 2 6 5 4)
+got5=$(median_ci 1 2 3 4 5)
+[[ "$got41" == "0.000 -7.000 7.000" && "$got6" == "3.500 1.000 6.000" && "$got5" == "3.000 n/a n/a" ]] \
+  && ok "pg-vendor's paired figures: the median and its 95 % interval (14th and 28th of 41; 1st and 6th of 6; none of 5)" \
+  || bad "pg-vendor's paired figures: the median and its 95 % interval (got '$got41', '$got6', '$got5')"
+gotr=$(group_r 500/900/600/900 500/500/600/700 | tr '\n' ' ')
+gotinf=$(median_ci inf inf 1 inf inf inf)
+[[ "$gotr" == "0.75000 inf " && "$gotinf" == "inf 1.000 inf" ]] \
+  && ok "pg-vendor's R of a group: tickclock's ON - OFF over stock's, +inf for a stock overhead <= 0" \
+  || bad "pg-vendor's R of a group (got '$gotr', '$gotinf')"
 
 if [[ $fail -ne 0 ]]; then echo "instr_time_test: FAILED"; exit 1; fi
 echo "instr_time_test: all passed"
