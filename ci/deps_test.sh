@@ -17,9 +17,19 @@ fail=0
 # INSTALLED: packages dpkg-query reports as installed (space separated);
 # NO_CANDIDATE: packages apt-cache knows with "Candidate: (none)";
 # UNKNOWN: packages apt-cache prints nothing for (not in any list).
+# dpkg-query -W -f=FORMAT PKG: one package's status; without a package,
+# every package's state (db:Status-Status), one line each: the installed
+# ones, "half-configured" while $FAKE_HALF exists, and FAKE_STATES (states
+# that dpkg --configure -a does not finish, such as config-files).
 cat > "$fake/dpkg-query" <<'EOF'
 #!/usr/bin/env bash
 p=${!#}
+if [[ "$p" == -f=* ]]; then
+  for q in ${FAKE_INSTALLED:-}; do echo installed; done
+  [[ -e "$FAKE_HALF" ]] && echo half-configured
+  for q in ${FAKE_STATES:-}; do echo "$q"; done
+  exit 0
+fi
 if [[ " ${FAKE_INSTALLED:-} " == *" $p "* ]]; then
   printf 'install ok installed'
   exit 0
@@ -51,19 +61,23 @@ cat > "$fake/apt-get" <<'EOF'
 echo "apt-get $*" >> "$FAKE_LOG"
 exit 0
 EOF
-# dpkg: --audit lists a half-configured package while $FAKE_HALF exists;
-# --configure -a (logged) finishes the journal and the half-configured
-# package, or fails when FAKE_CONFIGURE_FAILS is set. The real dpkg is never
-# reached: the test must not read or repair this machine's database.
+# dpkg --configure -a (logged) finishes the journal and the half-configured
+# package; it fails when FAKE_CONFIGURE_FAILS is set, and answers as a
+# locked dpkg does while the count in $FAKE_LOCKED is above 0 (one less a
+# call). The real dpkg is never reached: the test must not read or repair
+# this machine's database.
 cat > "$fake/dpkg" <<'EOF'
 #!/usr/bin/env bash
 case "$*" in
-  --audit)
-    [[ -e "$FAKE_HALF" ]] && printf ' man-db               tools for reading manual pages\n'
-    exit 0 ;;
   "--configure -a")
     echo "dpkg $*" >> "$FAKE_LOG"
-    [[ -n "${FAKE_CONFIGURE_FAILS:-}" ]] && { echo "dpkg: error processing package man-db" >&2; exit 1; }
+    n=$(cat "$FAKE_LOCKED" 2>/dev/null || echo 0)
+    if (( n > 0 )); then
+      echo $((n - 1)) > "$FAKE_LOCKED"
+      echo "dpkg: error: dpkg frontend lock was locked by another process with pid 4242" >&2
+      exit 2
+    fi
+    [[ -n "${FAKE_CONFIGURE_FAILS:-}" ]] && { echo "dpkg: error processing package man-db (--configure)" >&2; exit 1; }
     rm -f "$DPKG_ADMINDIR"/updates/[0-9]* "$FAKE_HALF"
     exit 0 ;;
 esac
@@ -77,7 +91,7 @@ EOF
 chmod +x "$fake"/*
 
 # dpkg's database folder: updates/ holds the journal of an interrupted run
-export DPKG_ADMINDIR=$tmp/dpkg FAKE_HALF=$tmp/dpkg/half-configured
+export DPKG_LOCK_RETRY=1 DPKG_ADMINDIR=$tmp/dpkg FAKE_HALF=$tmp/dpkg/half-configured FAKE_LOCKED=$tmp/dpkg/locked
 mkdir -p "$DPKG_ADMINDIR/updates"
 
 run_deps() { # what..., with FAKE_* set by the caller; output in $tmp/out, log in $tmp/apt.log
@@ -175,10 +189,37 @@ export FAKE_INSTALLED="${HOST/cpuid /}" FAKE_CONFIGURE_FAILS=1
 touch "$DPKG_ADMINDIR/updates/0001"
 run_deps host; rc=$?
 expect "resume fails: exit 1" "$rc" 1
-expect "resume fails: named" "$(grep -c 'dpkg --configure -a failed; fix dpkg by hand (dpkg --audit' "$tmp/out")" 1
+expect "resume fails: named" "$(grep -c 'dpkg --configure -a failed (exit 1: dpkg: error processing package man-db (--configure)); fix dpkg by hand (dpkg --audit' "$tmp/out")" 1
 expect "resume fails: no apt-get call" "$(grep -c '^apt-get' "$tmp/apt.log")" 0
 
-# 11. ci/deps dpkg-resume alone, nothing interrupted: no call, no output
+# 11. dpkg's lock held by another package operation, twice: waited for
+# (DPKG_LOCK_RETRY s a try, 1 here), then finished; held for longer than DPKG_LOCK_WAIT: failed,
+# saying so
+export FAKE_INSTALLED="$HOST" FAKE_CONFIGURE_FAILS=""
+touch "$DPKG_ADMINDIR/updates/0002"
+echo 2 > "$FAKE_LOCKED"
+run_deps dpkg-resume; rc=$?
+expect "locked twice: exit 0" "$rc" 0
+expect "locked twice: three tries" "$(grep -c '^dpkg --configure -a' "$tmp/apt.log")" 3
+expect "locked twice: said it waited" "$(grep -c "^ci/deps: another package operation holds dpkg's lock; waiting" "$tmp/out")" 1
+expect "locked twice: finished" "$(ls "$DPKG_ADMINDIR/updates" | tr '\n' ' ')" "tmp.i "
+touch "$DPKG_ADMINDIR/updates/0003"
+echo 100 > "$FAKE_LOCKED"
+DPKG_LOCK_WAIT=3 run_deps dpkg-resume; rc=$?
+expect "locked for good: exit 1" "$rc" 1
+expect "locked for good: named" "$(grep -c 'dpkg --configure -a failed (exit 2: dpkg: error: dpkg frontend lock was locked' "$tmp/out")" 1
+echo 0 > "$FAKE_LOCKED"
+rm -f "$DPKG_ADMINDIR/updates/0003"
+
+# 12. states dpkg --configure -a does not finish (config-files,
+# not-installed) are no interruption: no call, exit 0
+export FAKE_STATES="config-files not-installed"
+run_deps host; rc=$?
+expect "config-files only: exit 0" "$rc" 0
+expect "config-files only: no call" "$(cat "$tmp/apt.log")" ""
+export FAKE_STATES=""
+
+# 13. ci/deps dpkg-resume alone, nothing interrupted: no call, no output
 export FAKE_CONFIGURE_FAILS=""
 rm -f "$DPKG_ADMINDIR/updates/0001"
 run_deps dpkg-resume; rc=$?
