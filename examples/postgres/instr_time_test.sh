@@ -277,26 +277,54 @@ rejects "" --sample-rate 1.5
 rejects "--pairs needs" --pairs 0
 rejects "--pairs needs" --pairs 99999999999999999999
 rejects "--r-pairs needs" --r-pairs -1
+rejects "--r-pairs needs" --r-pairs 5
 rejects "--r-pairs needs" --r-pairs 1001
 rejects "" --bogus
 
 # pg-vendor's paired figures: the median and its distribution-free 95 %
 # interval, order statistics j and n + 1 - j with j the largest rank where
 # 2 P(B < j) <= 0.05, B binomial(n, 1/2): 14 and 28 of 41, 1 and 6 of 6,
-# none of 5; and each group's R (tickclock's ON - OFF over stock's, +inf
-# when stock's came out <= 0). The functions are the script's own text.
-eval "$(awk '/^(median_ci|group_r)\(\) \{/, /^}$/' "$pg_measure")"
-got41=$(median_ci $(seq -20 20))
-got6=$(median_ci 3 1 2 6 5 4)
-got5=$(median_ci 1 2 3 4 5)
+# none of 5; no median when a value is missing or not a number; each
+# group's R (tickclock's ON - OFF over stock's, +inf when stock's came out
+# <= 0); and the groups themselves, from a stand-in explain_ms that
+# answers each variant and setting with its own CPU time. The functions
+# are the script's own text.
+eval "$(awk '/^(median_ci|group_r|r_groups_of)\(\) \{/, /^}$/' "$pg_measure")"
+got41=$(median_ci 41 $(seq -20 20))
+got6=$(median_ci 6 3 1 2 6 5 4)
+got5=$(median_ci 5 1 2 3 4 5)
 [[ "$got41" == "0.000 -7.000 7.000" && "$got6" == "3.500 1.000 6.000" && "$got5" == "3.000 n/a n/a" ]] \
   && ok "pg-vendor's paired figures: the median and its 95 % interval (14th and 28th of 41; 1st and 6th of 6; none of 5)" \
   || bad "pg-vendor's paired figures: the median and its 95 % interval (got '$got41', '$got6', '$got5')"
+short=$(median_ci 7 1 2 3 4 5 6 2>&1); rc_short=$?
+nan=$(median_ci 6 1 2 nan 4 5 6 2>&1); rc_nan=$?
+[[ $rc_short -ne 0 && "$short" == *"6 values where 7 were measured"* && $rc_nan -ne 0 && "$nan" == *"not a number"* ]] \
+  && ok "pg-vendor's paired figures: no median of what is left when a figure is lost or not a number" \
+  || bad "pg-vendor's paired figures with a figure lost (got $rc_short '$short', $rc_nan '$nan')"
 gotr=$(group_r 500/900/600/900 500/500/600/700 | tr '\n' ' ')
-gotinf=$(median_ci inf inf 1 inf inf inf)
+gotinf=$(median_ci 6 inf inf 1 inf inf inf)
 [[ "$gotr" == "0.75000 inf " && "$gotinf" == "inf 1.000 inf" ]] \
   && ok "pg-vendor's R of a group: tickclock's ON - OFF over stock's, +inf for a stock overhead <= 0" \
   || bad "pg-vendor's R of a group (got '$gotr', '$gotinf')"
+calls=$(mktemp)
+explain_ms() { # variant mode -> "wall cpu": stock OFF 500, ON 900, tickclock OFF 600, ON 900 (+ the call's number)
+  local n; n=$(( $(wc -l < "$calls") + 1 )); echo "$1.$2" >> "$calls"
+  case "$1.$2" in stock.OFF) echo "1 $((500 + n))" ;; stock.ON) echo "1 $((900 + n))" ;;
+    tickclock.OFF) echo "1 $((600 + n))" ;; tickclock.ON) echo "1 $((900 + n))" ;; *) return 1 ;; esac
+}
+groups=$(r_groups_of 2 | tr '\n' ' ')
+order=$(tr '\n' ' ' < "$calls")
+[[ "$groups" == "501/902/603/904 508/907/606/905 " && \
+   "$order" == "stock.OFF stock.ON tickclock.OFF tickclock.ON tickclock.ON tickclock.OFF stock.ON stock.OFF " && \
+   "$(group_r $groups | tr "\n" " ")" == "0.75062 0.74937 " ]] \
+  && ok "pg-vendor's groups: stock OFF, ON, tickclock OFF, ON, reversed every other group, each figure in its place" \
+  || bad "pg-vendor's groups (got '$groups', order '$order')"
+explain_ms() { [[ "$1.$2" != tickclock.OFF ]] && echo "1 700"; }
+failed=$(r_groups_of 1); rc_failed=$?
+[[ $rc_failed -ne 0 && "$(tail -1 <<<"$failed")" == "tickclock, TIMING OFF, group 1" ]] \
+  && ok "pg-vendor's groups: a failed execution stops them and is named" \
+  || bad "pg-vendor's groups with a failed execution (got $rc_failed '$failed')"
+rm -f "$calls"
 
 if [[ $fail -ne 0 ]]; then echo "instr_time_test: FAILED"; exit 1; fi
 echo "instr_time_test: all passed"
