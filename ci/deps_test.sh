@@ -77,7 +77,10 @@ case "$*" in
       echo "dpkg: error: dpkg frontend lock was locked by another process with pid 4242" >&2
       exit 2
     fi
-    [[ -n "${FAKE_CONFIGURE_FAILS:-}" ]] && { echo "dpkg: error processing package man-db (--configure)" >&2; exit 1; }
+    if [[ -n "${FAKE_CONFIGURE_FAILS:-}" ]]; then
+      [[ "$FAKE_CONFIGURE_FAILS" == 1 ]] && FAKE_CONFIGURE_FAILS="dpkg: error processing package man-db (--configure)"
+      echo "$FAKE_CONFIGURE_FAILS" >&2; exit 1
+    fi
     rm -f "$DPKG_ADMINDIR"/updates/[0-9]* "$FAKE_HALF"
     exit 0 ;;
 esac
@@ -210,6 +213,18 @@ expect "locked for good: exit 1" "$rc" 1
 expect "locked for good: named" "$(grep -c 'dpkg --configure -a failed (exit 2: dpkg: error: dpkg frontend lock was locked' "$tmp/out")" 1
 echo 0 > "$FAKE_LOCKED"
 rm -f "$DPKG_ADMINDIR/updates/0003"
+
+# a failure whose words hold "lock" but are no held lock (a package named
+# tickclock-probe): failed at once, not waited for
+touch "$DPKG_ADMINDIR/updates/0004"
+export FAKE_CONFIGURE_FAILS="dpkg: error processing package tickclock-probe (--configure)"
+DPKG_LOCK_WAIT=600 run_deps dpkg-resume; rc=$?
+expect "tickclock-probe fails: exit 1" "$rc" 1
+expect "tickclock-probe fails: one try, no wait" "$(grep -c '^dpkg --configure -a' "$tmp/apt.log") $(grep -c 'waiting' "$tmp/out")" "1 0"
+export FAKE_CONFIGURE_FAILS=""
+rm -f "$DPKG_ADMINDIR/updates/0004"
+DPKG_LOCK_RETRY=0 run_deps dpkg-resume; rc=$?
+expect "DPKG_LOCK_RETRY=0: refused, exit 2" "$rc $(grep -c 'DPKG_LOCK_RETRY 1..9999' "$tmp/out")" "2 1"
 
 # 12. states dpkg --configure -a does not finish (config-files,
 # not-installed) are no interruption: no call, exit 0

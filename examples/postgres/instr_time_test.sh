@@ -277,7 +277,7 @@ rejects "" --sample-rate 1.5
 rejects "--pairs needs" --pairs 0
 rejects "--pairs needs" --pairs 99999999999999999999
 rejects "--r-pairs needs" --r-pairs -1
-rejects "--r-pairs needs" --r-pairs 5
+rejects "--r-pairs needs" --r-pairs 20
 rejects "--r-pairs needs" --r-pairs 1001
 rejects "" --bogus
 
