@@ -463,20 +463,20 @@ else
 fi
 if [[ -n "$RP" ]]; then
   R=$RP
-  if (( counter )); then
-    verdict=$(python3 -c 'import sys; print("PASS" if float(sys.argv[1]) <= 0.4 else "FAIL")' "$RP")
-    log "target R <= 0.4: the median of $r_pairs groups $RP (95 % interval $RP_LO .. $RP_HI; best of the rounds $R_best): $verdict"
-  else
-    verdict=$(python3 -c 'import sys; print("PASS" if float(sys.argv[1]) <= 1.0 else "FAIL")' "$RP_LO")
-    where=$(python3 -c 'import sys; lo, hi = map(float, sys.argv[1:]); print("below 1.0: cheaper than stock" if hi < 1.0 else "above 1.0: dearer than stock" if lo > 1.0 else "holds 1.0: as dear as stock within this noise")' "$RP_LO" "$RP_HI")
-    log "target R <= 1.0 (no dearer than stock): the median of $r_pairs groups $RP, 95 % interval $RP_LO .. $RP_HI $where (best of the rounds $R_best): $verdict"
-  fi
-elif (( counter )); then
+  r_how="the median of $r_pairs groups, 95 % interval $RP_LO .. $RP_HI"
+else
+  r_how="best of the rounds, --r-pairs 0"
+fi
+if (( counter )); then
   verdict=$(python3 -c 'import sys; print("PASS" if float(sys.argv[1]) <= 0.4 else "FAIL")' "$R")
-  log "target R <= 0.4: R = $R, best of the rounds: $verdict"
+  log "target R <= 0.4: R = $R, $r_how (best of the rounds $R_best): $verdict"
+elif [[ -n "$RP" ]]; then
+  verdict=$(python3 -c 'import sys; print("PASS" if float(sys.argv[1]) <= 1.0 else "FAIL")' "$RP_LO")
+  where=$(python3 -c 'import sys; lo, hi = map(float, sys.argv[1:]); print("below 1.0: cheaper than stock" if hi < 1.0 else "above 1.0: dearer than stock" if lo > 1.0 else "holds 1.0: as dear as stock within this noise")' "$RP_LO" "$RP_HI")
+  log "target R <= 1.0 (no dearer than stock): R = $R, $r_how, $where (best of the rounds $R_best): $verdict"
 else
   verdict=$(python3 -c 'import sys; r = float(sys.argv[1]); print("PASS" if 0.7 <= r <= 1.3 else "FAIL")' "$R")
-  log "target 0.7 <= R <= 1.3 (best of the rounds, --r-pairs 0): R = $R: $verdict"
+  log "target 0.7 <= R <= 1.3: R = $R, $r_how: $verdict"
 fi
 [[ "$verdict" == PASS ]] || ok=0
 bs() { [[ "${build_s[$1]}" == reused ]] && echo reused || echo "${build_s[$1]} s"; }

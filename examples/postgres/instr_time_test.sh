@@ -326,5 +326,25 @@ failed=$(r_groups_of 1); rc_failed=$?
   || bad "pg-vendor's groups with a failed execution (got $rc_failed '$failed')"
 rm -f "$calls"
 
+# pg-vendor's R verdict, the script's own block run on set figures: on the
+# counter the median at most 0.4; on the OS clock the groups' interval not
+# wholly above 1.0 (1.046 in 0.994 .. 1.089 passes, 1.2 in 1.1 .. 1.3
+# fails); with --r-pairs 0 the best of the rounds within 0.7 .. 1.3.
+verdict_block=$(awk '/^R_best=\$R$/, /^\[\[ "\$verdict" == PASS \]\] \|\| ok=0$/' "$pg_measure")
+verdict_of() { # clock_source best_R "median lo hi"|"" -> verdict
+  local log; log() { :; }
+  local clock_source=$1 R=$2 clock_line="x: y" r_pairs=101 ok=1 RP RP_LO RP_HI verdict
+  read -r RP RP_LO RP_HI <<<"$3"
+  RP=${RP:-} RP_LO=${RP_LO:-} RP_HI=${RP_HI:-}
+  eval "$verdict_block"
+  echo "$verdict/$ok"
+}
+got=$(for a in "tsc 0.50 0.39 0.35 0.45" "tsc 0.35 0.46 0.44 0.50" "tsc 0.35 " "system 1.13 1.046 0.994 1.089" \
+               "system 0.90 1.2 1.1 1.3" "system 1.13 " "system 1.35 "; do
+        read -r cs best rest <<<"$a"; verdict_of "$cs" "$best" "$rest"; done | tr '\n' ' ')
+[[ "$verdict_block" == *'verdict'* && "$got" == "PASS/1 FAIL/0 PASS/1 PASS/1 FAIL/0 PASS/1 FAIL/0 " ]] \
+  && ok "pg-vendor's R verdict: the counter's median <= 0.4; the OS clock fails only when the interval lies above 1.0; the rounds' best with --r-pairs 0" \
+  || bad "pg-vendor's R verdict (got '$got')"
+
 if [[ $fail -ne 0 ]]; then echo "instr_time_test: FAILED"; exit 1; fi
 echo "instr_time_test: all passed"
