@@ -65,16 +65,17 @@ bool check_clocksource(Run &r, Item &it) {
     // bit (the host's promise of one TSC for every vCPU) the library took
     // as the TSC's trust, at the page's rate. A host that marks the TSC
     // unstable to restore snapshots offers only the page (tsc=unstable).
-    bool offered = r.ev.clocksource_known &&
-                   (std::strcmp(r.ev.clocksource, "tsc") == 0 ||
-                    std::strstr(r.ev.available_clocksource, "tsc") != nullptr);
+    bool offered =
+        r.ev.clocksource_known && (std::strcmp(r.ev.clocksource, "tsc") == 0 ||
+                                   std::strstr(r.ev.available_clocksource, "tsc") != nullptr);
     bool by_page = r.ev.clocksource_known && r.info->forced == TICKCLOCK_FORCED_NO &&
                    r.info->freq_method == TICKCLOCK_FREQ_PVCLOCK && r.ev.pv.kind != 0;
     it.status = offered || by_page ? "PASS" : "FAIL";
     if (!offered && by_page)
-      it.detail += ": the kernel does not offer the TSC, but its clock is the TSC scaled by a "
-                   "stable paravirtual page, which the library took as the TSC's trust (warp "
-                   "checks the host's promise of one TSC for every vCPU)";
+      it.detail +=
+          ": the kernel does not offer the TSC, but its clock is the TSC scaled by a "
+          "stable paravirtual page, which the library took as the TSC's trust (warp "
+          "checks the host's promise of one TSC for every vCPU)";
     else if (!offered)
       it.detail += ": the kernel does not offer the TSC";
   } else if (!r.counter) {
