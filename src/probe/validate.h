@@ -57,6 +57,12 @@ struct Check {
 extern const Check kChecks[];
 extern const size_t kNumChecks;
 
+// The clocksource check's verdict ("PASS", "FAIL" or "SKIP" where it does
+// not apply) on a run's choice and the evidence read after it, the reason
+// appended to *detail (validate_checks.cc; tests/probe:validate_checks_test).
+std::string clocksource_verdict(const tickclock_info &info, const tickclock_evidence &ev,
+                                std::string *detail);
+
 // PR_SET_TSC in forked children (validate_faults.cc).
 void pr_set_tsc_before(TscFaults *f);  // before this process uses the library
 void pr_set_tsc_after(TscFaults *f);

@@ -52,6 +52,58 @@ bool check_cpuid(Run &r, Item &it) {
   return true;
 }
 
+// Does the kernel's space-separated list name word whole ("tsc" is not
+// "tsc-early" or "hyperv_clocksource_tsc_page")?
+bool lists_word(const char *list, const char *word) {
+  size_t n = std::strlen(word);
+  for (const char *p = list; p && *p;) {
+    while (*p == ' ' || *p == '\n') p++;
+    const char *e = p;
+    while (*e && *e != ' ' && *e != '\n') e++;
+    if ((size_t)(e - p) == n && std::strncmp(p, word, n) == 0) return true;
+    p = e;
+  }
+  return false;
+}
+
+}  // namespace
+
+// The kernel's verdict on the TSC, read as the decider reads it: the kernel
+// runs on or offers the TSC, or (an automatic choice only) its clock is the
+// TSC scaled by a paravirtual page that passes the page's own checks (a
+// kvm-clock page's even version, stable bit, multiplier, shift and rate; a
+// Hyper-V page's valid sequence), which the library took as the TSC's
+// trust at the page's rate. A host that marks the TSC unstable to restore
+// snapshots offers only the page (tsc=unstable). The page judged is the
+// one read now, after the run's choice: one found unstable since fails.
+std::string clocksource_verdict(const tickclock_info &info, const tickclock_evidence &ev,
+                                std::string *detail) {
+  if (info.source != TICKCLOCK_SOURCE_TSC || !ev.os_linux) return "SKIP";
+  bool offered =
+      ev.clocksource_known && (std::strcmp(ev.clocksource, "tsc") == 0 ||
+                               (ev.available_known && lists_word(ev.available_clocksource, "tsc")));
+  if (offered) return "PASS";
+  const tickclock_freq *claim = ev.clocksource_known ? tkt_pv_claim(&ev) : nullptr;
+  bool page_ok = claim != nullptr && claim->ok;
+  bool by_page =
+      page_ok && info.forced == TICKCLOCK_FORCED_NO && info.freq_method == TICKCLOCK_FREQ_PVCLOCK;
+  if (by_page) {
+    *detail += ev.pv.kind == TKT_PV_HYPERV
+                   ? ": the kernel does not offer the TSC, but its clock is the TSC scaled by a "
+                     "valid Hyper-V TSC page, which the library took as the TSC's trust"
+                   : ": the kernel does not offer the TSC, but its clock is the TSC scaled by a "
+                     "stable kvm-clock page, which the library took as the TSC's trust (warp "
+                     "checks the host's promise of one TSC for every vCPU)";
+    return "PASS";
+  }
+  *detail += ": the kernel does not offer the TSC";
+  if (claim != nullptr && !claim->ok && claim->why[0] != '\0' && ev.pv.kind != 0)
+    *detail += std::string(", and its clock page fails: ") + claim->why;
+  return "FAIL";
+}
+
+namespace {
+
 bool check_clocksource(Run &r, Item &it) {
   it.detail = r.ev.clocksource_known ? fmt("current %s, available: %s", r.ev.clocksource,
                                            r.ev.available_known ? r.ev.available_clocksource : "?")
@@ -59,28 +111,11 @@ bool check_clocksource(Run &r, Item &it) {
   it.json_extra =
       ",\"current\":" + (r.ev.clocksource_known ? json_str(r.ev.clocksource) : "null") +
       ",\"available\":" + (r.ev.available_known ? json_str(r.ev.available_clocksource) : "null");
-  if (r.info->source == TICKCLOCK_SOURCE_TSC && r.ev.os_linux) {
-    // The decider's own reading of the kernel's verdict: the kernel runs on
-    // or offers the TSC, or its clock is a paravirtual page whose stable
-    // bit (the host's promise of one TSC for every vCPU) the library took
-    // as the TSC's trust, at the page's rate. A host that marks the TSC
-    // unstable to restore snapshots offers only the page (tsc=unstable).
-    bool offered =
-        r.ev.clocksource_known && (std::strcmp(r.ev.clocksource, "tsc") == 0 ||
-                                   std::strstr(r.ev.available_clocksource, "tsc") != nullptr);
-    bool by_page = r.ev.clocksource_known && r.info->forced == TICKCLOCK_FORCED_NO &&
-                   r.info->freq_method == TICKCLOCK_FREQ_PVCLOCK && r.ev.pv.kind != 0;
-    it.status = offered || by_page ? "PASS" : "FAIL";
-    if (!offered && by_page)
-      it.detail +=
-          ": the kernel does not offer the TSC, but its clock is the TSC scaled by a "
-          "stable paravirtual page, which the library took as the TSC's trust (warp "
-          "checks the host's promise of one TSC for every vCPU)";
-    else if (!offered)
-      it.detail += ": the kernel does not offer the TSC";
-  } else if (!r.counter) {
+  std::string v = clocksource_verdict(*r.info, r.ev, &it.detail);
+  if (v != "SKIP")
+    it.status = v;
+  else if (!r.counter)
     it.detail += " (the OS clock is in use)";
-  }
   return true;
 }
 

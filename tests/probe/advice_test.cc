@@ -22,7 +22,11 @@ bool has(const Advice &a, const std::string &text) {
 }
 
 // A PVM guest nested in a bhyve VM: kvm-clock only, the TSC marked
-// unstable on the command line, the outer hypervisor's signature in CPUID.
+// unstable on the command line, the outer hypervisor's signature in CPUID,
+// where the TSC was refused: as it was before the kvm-clock page was read,
+// and as it is wherever that page is unreadable or not stable (the advice
+// is for a verdict of the OS clock; where the page is stable the library
+// takes the TSC and no advice is given).
 AdviceFacts pvm_guest() {
   AdviceFacts f;
   f.clocksource = "kvm-clock";

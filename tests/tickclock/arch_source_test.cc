@@ -178,16 +178,27 @@ TEST_CASE("each target chooses its expected source automatically") {
       // tsc=unstable). The OS clock, unless the kernel's own clock is the
       // TSC scaled by a stable paravirtual page: then the TSC at the page's
       // rate, named as such (the next case checks that it tracks
-      // CLOCK_MONOTONIC).
+      // CLOCK_MONOTONIC; x86_live_test judges the page itself and pins
+      // which of the two this host must give).
       if (src == "tsc") {
         CHECK(in->freq_method == TICKCLOCK_FREQ_PVCLOCK);
         CHECK(in->forced == TICKCLOCK_FORCED_NO);
         CHECK(why.find("paravirtual clock page stable") != std::string::npos);
         bool paravirt = has_word(cur, "kvm-clock") || has_word(cur, "xen") ||
-                        cur.find("hyperv") != std::string::npos;
+                        has_word(cur, "hyperv_clocksource_tsc_page");
         CHECK(paravirt);
       } else {
+        // the refusal names the kernel's verdict or the page's failure
         CHECK(src == "system");
+        bool named = why.find("not offer 'tsc'") != std::string::npos ||
+                     why.find("page") != std::string::npos ||
+                     why.find("not 'tsc'") != std::string::npos ||
+                     why.find("calibration") != std::string::npos ||
+                     why.find("invariant TSC") != std::string::npos ||
+                     why.find("CLOCKSOURCE_STABLE_BIT") != std::string::npos ||
+                     why.find("more than clock_gettime") != std::string::npos;
+        if (!named) MESSAGE("refusal without a named reason: " << why);
+        CHECK(named);
       }
     } else {
 #if defined(__x86_64__)

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <cmath>
+#include <cstdint>
 #include <iomanip>
 
 #include "doctest/doctest.h"
@@ -76,22 +77,45 @@ TEST_CASE("live: evidence matches the kernel's files; the automatic decision fol
   CHECK(malformed(*d) == "");
   MESSAGE("automatic decision: " << std::string(d->why));
   bool tsc_listed = (" " + av + " ").find(" tsc ") != std::string::npos;
-  // The kernel's clock as a stable paravirtual page, judged here by the
-  // page's own rules (an even version, the stable bit, a multiplier and a
-  // shift the vDSO would use), not by the library's claim.
-  bool page_stable = ev.pv.kind == TKC_PV_KVM && ev.pv.version % 2 == 0 &&
-                     (ev.pv.flags & TKC_PVCLOCK_STABLE) && ev.pv.mul != 0 && ev.pv.shift >= -32 &&
-                     ev.pv.shift <= 32;
+  // The kernel's clock as a paravirtual page the library may take as the
+  // TSC's trust, judged here by the page's own rules, written out again: a
+  // kvm-clock page's even version, stable bit, non-zero multiplier, shift
+  // the vDSO would use and a rate a TSC runs at; a Hyper-V page's valid
+  // sequence and scale. Then the trust rules that do not rest on the page:
+  // a KVM guest's CLOCKSOURCE_STABLE_BIT, and a read cheaper than
+  // clock_gettime's. Calibration's agreement with the page is measured
+  // at run time: a refusal for it must say so.
+  bool page_usable = false;
+  if (ev.pv.kind == TKC_PV_KVM && ev.pv.version % 2 == 0 && (ev.pv.flags & TKC_PVCLOCK_STABLE) &&
+      ev.pv.mul != 0 && ev.pv.shift >= -8 && ev.pv.shift <= 12) {
+    double hz = 1e9 * std::ldexp(1.0, 32 - ev.pv.shift) / (double)ev.pv.mul;
+    page_usable = hz >= 1e6 && hz <= 1e11;
+  } else if (ev.pv.kind == TKC_PV_HYPERV && ev.pv.sequence != 0 && ev.pv.sequence != UINT32_MAX &&
+             (ev.pv.scale >> 24) != 0) {
+    page_usable = true;
+  }
+  bool kvm_stable =
+      ev.x86.kvm_base == 0 || (ev.x86.kvm_features_valid && ((ev.x86.kvm_features >> 24) & 1u));
+  bool cheaper =
+      !(ev.counter_read_ns > 0 && ev.os_read_ns > 0 && ev.counter_read_ns > ev.os_read_ns);
   MESSAGE("clock page: kind " << ev.pv.kind << " absent " << ev.pv.absent << " version "
                               << ev.pv.version << " flags " << (unsigned)ev.pv.flags << " mul "
-                              << ev.pv.mul << " shift " << (int)ev.pv.shift);
-  if (!cs.empty() && cs != "tsc" && !tsc_listed && ev.x86.invariant_tsc && page_stable) {
+                              << ev.pv.mul << " shift " << (int)ev.pv.shift << ": usable "
+                              << page_usable << "; KVM stable bit (or not KVM) " << kvm_stable
+                              << "; counter cheaper " << cheaper);
+  if (!cs.empty() && cs != "tsc" && !tsc_listed && ev.x86.invariant_tsc && page_usable &&
+      kvm_stable && cheaper) {
     // a host that marks the TSC unstable (tsc=unstable, to restore
-    // snapshots) and runs its kernel on the TSC through a stable page: the
-    // TSC at the page's rate, and the reason says so
-    CHECK(d->source == TICKCLOCK_SOURCE_TSC);
-    CHECK(d->freq_method == TICKCLOCK_FREQ_PVCLOCK);
-    CHECK(std::string(d->why).find("paravirtual clock page stable") != std::string::npos);
+    // snapshots) and runs its kernel on the TSC through the page: the TSC
+    // at the page's rate, unless calibration disagreed with it, named
+    std::string why = d->why;
+    if (d->source == TICKCLOCK_SOURCE_TSC) {
+      CHECK(d->freq_method == TICKCLOCK_FREQ_PVCLOCK);
+      CHECK(why.find("paravirtual clock page stable") != std::string::npos);
+    } else {
+      CHECK(d->source == TICKCLOCK_SOURCE_SYSTEM);
+      CHECK(why.find("calibration") != std::string::npos);
+    }
   } else if (!cs.empty() && cs != "tsc" && !tsc_listed) {
     CHECK(d->source == TICKCLOCK_SOURCE_SYSTEM);
     // the decider's first refusal is the CPU's: without invariant TSC (every
