@@ -82,7 +82,8 @@ TEST_CASE("clocksource: 'tsc' is a whole word of the kernel's list") {
   c.ev.n_claims = 0;
   c.info.forced = TICKCLOCK_FORCED_BY_ENV;
   std::strcpy(c.ev.clocksource, "hyperv_clocksource_tsc_page");
-  std::strcpy(c.ev.available_clocksource, "hyperv_clocksource_tsc_page hyperv_clocksource_msr acpi_pm");
+  std::strcpy(c.ev.available_clocksource,
+              "hyperv_clocksource_tsc_page hyperv_clocksource_msr acpi_pm");
   CHECK(c.verdict() == "FAIL");
   std::strcpy(c.ev.available_clocksource, "tsc-early kvm-clock");
   CHECK(c.verdict() == "FAIL");
