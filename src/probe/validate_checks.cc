@@ -52,14 +52,16 @@ bool check_cpuid(Run &r, Item &it) {
   return true;
 }
 
-// Does the kernel's space-separated list name word whole ("tsc" is not
-// "tsc-early" or "hyperv_clocksource_tsc_page")?
+// Does the kernel's blank-separated list name word whole ("tsc" is not
+// "tsc-early" or "hyperv_clocksource_tsc_page")? Spaces, tabs and line
+// ends separate, as the decider's reading of the same file does.
+bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\n'; }
 bool lists_word(const char *list, const char *word) {
   size_t n = std::strlen(word);
   for (const char *p = list; p && *p;) {
-    while (*p == ' ' || *p == '\n') p++;
+    while (is_blank(*p)) p++;
     const char *e = p;
-    while (*e && *e != ' ' && *e != '\n') e++;
+    while (*e && !is_blank(*e)) e++;
     if ((size_t)(e - p) == n && std::strncmp(p, word, n) == 0) return true;
     p = e;
   }
@@ -83,7 +85,11 @@ std::string clocksource_verdict(const tickclock_info &info, const tickclock_evid
       ev.clocksource_known && (std::strcmp(ev.clocksource, "tsc") == 0 ||
                                (ev.available_known && lists_word(ev.available_clocksource, "tsc")));
   if (offered) return "PASS";
-  const tickclock_freq *claim = ev.clocksource_known ? tkt_pv_claim(&ev) : nullptr;
+  if (!ev.clocksource_known) {
+    *detail += ": the kernel's clocksource could not be read, so its verdict on the TSC is unknown";
+    return "FAIL";
+  }
+  const tickclock_freq *claim = tkt_pv_claim(&ev);
   bool page_ok = claim != nullptr && claim->ok;
   bool by_page =
       page_ok && info.forced == TICKCLOCK_FORCED_NO && info.freq_method == TICKCLOCK_FREQ_PVCLOCK;
@@ -91,13 +97,16 @@ std::string clocksource_verdict(const tickclock_info &info, const tickclock_evid
     *detail += ev.pv.kind == TKT_PV_HYPERV
                    ? ": the kernel does not offer the TSC, but its clock is the TSC scaled by a "
                      "valid Hyper-V TSC page, which the library took as the TSC's trust"
-                   : ": the kernel does not offer the TSC, but its clock is the TSC scaled by a "
-                     "stable kvm-clock page, which the library took as the TSC's trust (warp "
-                     "checks the host's promise of one TSC for every vCPU)";
+                   : std::string(
+                         ": the kernel does not offer the TSC, but its clock is the TSC "
+                         "scaled by a stable '") +
+                         ev.clocksource +
+                         "' page, which the library took as the TSC's trust (warp checks the "
+                         "host's promise of one TSC for every vCPU)";
     return "PASS";
   }
   *detail += ": the kernel does not offer the TSC";
-  if (claim != nullptr && !claim->ok && claim->why[0] != '\0' && ev.pv.kind != 0)
+  if (claim != nullptr && !claim->ok && claim->why[0] != '\0')
     *detail += std::string(", and its clock page fails: ") + claim->why;
   return "FAIL";
 }

@@ -47,8 +47,8 @@ TEST_CASE("clocksource: kvm-clock only, the TSC trusted through a stable page: P
   Case c;
   std::string d;
   CHECK(c.verdict(&d) == "PASS");
-  CHECK(d.find("does not offer the TSC, but its clock is the TSC scaled by a stable kvm-clock "
-               "page") != std::string::npos);
+  CHECK(d.find("does not offer the TSC, but its clock is the TSC scaled by a stable "
+               "'kvm-clock' page") != std::string::npos);
 }
 
 TEST_CASE("clocksource: a page that fails its checks now does not pass, and the check says which") {
@@ -111,4 +111,35 @@ TEST_CASE("clocksource: not the TSC, or not Linux: the check does not apply") {
   Case other;
   other.ev.os_linux = 0;
   CHECK(other.verdict() == "SKIP");
+}
+
+TEST_CASE("clocksource: a page not read this time fails, naming why it was not read") {
+  Case c;
+  c.ev.pv.kind = 0;
+  c.ev.pv.absent = TKT_PV_ABSENT_TORN;
+  c.ev.claims[0].ok = 0;
+  std::strcpy(c.ev.claims[0].why, "never read twice with the same even version");
+  std::string d;
+  CHECK(c.verdict(&d) == "FAIL");
+  CHECK(d.find("its clock page fails: never read twice") != std::string::npos);
+}
+
+TEST_CASE("clocksource: an unreadable clocksource is an unknown verdict, said so") {
+  Case c;
+  c.ev.clocksource_known = 0;
+  c.ev.available_known = 0;
+  std::string d;
+  CHECK(c.verdict(&d) == "FAIL");
+  CHECK(d.find("could not be read") != std::string::npos);
+}
+
+TEST_CASE("clocksource: 'tsc' as the list's last word, after a tab, or before a line end") {
+  for (const char *list : {"kvm-clock tsc", "kvm-clock\ttsc", "kvm-clock tsc\n", "tsc\t"}) {
+    Case c;
+    c.ev.n_claims = 0;
+    c.info.forced = TICKCLOCK_FORCED_BY_ENV;
+    std::strcpy(c.ev.available_clocksource, list);
+    CAPTURE(list);
+    CHECK(c.verdict() == "PASS");
+  }
 }

@@ -218,7 +218,12 @@ TEST_CASE("first use with the quick calibration: its own baseline plus under 3 m
   CHECK(ms[best] - base[best] < 3.0);
 }
 
-TEST_CASE("first use with a stated frequency (a KVM timing leaf): under 1 ms, then confirmed") {
+// A stated frequency spares the calibration: the first use then costs
+// what the OS clock's first use costs (the same gathering, the same page
+// faults and CPUIDs, whatever they cost on this host: 10 us a page fault
+// on a PVM guest, more under a sanitizer), plus less than the 1 ms the
+// quickest calibration takes. Judged on the best of 5 children each.
+TEST_CASE("first use with a stated frequency (a KVM timing leaf): no calibration wait, confirmed") {
   if (!plan().usable || !hypervisor_bit()) {
     tctest::skip("first use with a stated frequency: " +
                  (plan().usable
@@ -258,7 +263,27 @@ TEST_CASE("first use with a stated frequency (a KVM timing leaf): under 1 ms, th
     CHECK(v[2] == 1);
     ms.push_back(v[0]);
   }
-  CHECK(*std::min_element(ms.begin(), ms.end()) < 1.0);
+  std::vector<double> os;
+  for (int k = 0; k < kChildren; k++) {
+    double v[2];
+    REQUIRE(figures_from_child(
+        [](double *out) {
+          personality(stated_cpuid);
+          setenv("TICKCLOCK_SOURCE", "system", 1);
+          uint64_t t0 = sys_ns();
+          (void)tickclock_now();  // the OS clock's first use: the gathering alone
+          uint64_t t1 = sys_ns();
+          out[0] = (double)(t1 - t0) * 1e-6;
+          out[1] = tickclock_info_get()->source == TICKCLOCK_SOURCE_SYSTEM;
+        },
+        v, 2));
+    REQUIRE(v[1] == 1);
+    os.push_back(v[0]);
+  }
+  double best = *std::min_element(ms.begin(), ms.end());
+  double base = *std::min_element(os.begin(), os.end());
+  MESSAGE("best first use: stated frequency " << best << " ms, the OS clock's " << base << " ms");
+  CHECK(best - base < 1.0);
 }
 
 namespace {
