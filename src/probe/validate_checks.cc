@@ -52,22 +52,6 @@ bool check_cpuid(Run &r, Item &it) {
   return true;
 }
 
-// Does the kernel's blank-separated list name word whole ("tsc" is not
-// "tsc-early" or "hyperv_clocksource_tsc_page")? Spaces, tabs and line
-// ends separate, as the decider's reading of the same file does.
-bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\n'; }
-bool lists_word(const char *list, const char *word) {
-  size_t n = std::strlen(word);
-  for (const char *p = list; p && *p;) {
-    while (is_blank(*p)) p++;
-    const char *e = p;
-    while (*e && !is_blank(*e)) e++;
-    if ((size_t)(e - p) == n && std::strncmp(p, word, n) == 0) return true;
-    p = e;
-  }
-  return false;
-}
-
 }  // namespace
 
 // The kernel's verdict on the TSC, read as the decider reads it: the kernel
@@ -81,9 +65,9 @@ bool lists_word(const char *list, const char *word) {
 std::string clocksource_verdict(const tickclock_info &info, const tickclock_evidence &ev,
                                 std::string *detail) {
   if (info.source != TICKCLOCK_SOURCE_TSC || !ev.os_linux) return "SKIP";
-  bool offered =
-      ev.clocksource_known && (std::strcmp(ev.clocksource, "tsc") == 0 ||
-                               (ev.available_known && lists_word(ev.available_clocksource, "tsc")));
+  bool offered = ev.clocksource_known &&
+                 (std::strcmp(ev.clocksource, "tsc") == 0 ||
+                  (ev.available_known && tkt_has_word(ev.available_clocksource, "tsc")));
   if (offered) return "PASS";
   if (!ev.clocksource_known) {
     *detail += ": the kernel's clocksource could not be read, so its verdict on the TSC is unknown";

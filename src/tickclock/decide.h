@@ -83,6 +83,8 @@ TKC_INTERNAL int tkc_counter_executable(const tickclock_evidence *ev, char *why,
 TKC_INTERNAL int tkc_counter_trusted(const tickclock_evidence *ev, char *why, size_t n);
 /* The clock page's claim in ev's list, or NULL (not x86). */
 TKC_INTERNAL const tickclock_freq *tkc_pv_claim_of(const tickclock_evidence *ev);
+/* Is word a blank-separated entry of list (a kernel clocksource list)? */
+TKC_INTERNAL int tkc_has_word(const char *list, const char *word);
 /* Is cs a paravirtual clocksource (kvm-clock, Hyper-V's, Xen's)? */
 TKC_INTERNAL int tkc_is_paravirt_clock(const char *cs);
 /* Does the kernel's clock_gettime execute the counter's read too (the

@@ -69,7 +69,7 @@ static const char *tkc_pv_why(const tickclock_evidence *ev) {
 }
 
 /* Is word a blank-separated entry of list? */
-static int tkc_has_word(const char *list, const char *word) {
+int tkc_has_word(const char *list, const char *word) {
   size_t n = strlen(word);
   const char *p = list;
   while (*p) {

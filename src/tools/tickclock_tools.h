@@ -104,6 +104,9 @@ int tkt_decide(const tickclock_evidence *ev, tickclock_info *out);
  * or the check that failed in why); NULL where there is no such claim
  * (not x86). */
 const tickclock_freq *tkt_pv_claim(const tickclock_evidence *ev);
+/* Is word a blank-separated entry of list, as the decider reads the
+ * kernel's available_clocksource ("tsc" is not "tsc-early")? */
+int tkt_has_word(const char *list, const char *word);
 /* Whether the evidence's counter may be executed at all (policy step 1:
  * CPUID, PR_SET_TSC); 0 with the reason in why[n] otherwise. */
 int tkt_counter_executable(const tickclock_evidence *ev, char *why, size_t n);

@@ -21,6 +21,8 @@ int tkt_decide(const tickclock_evidence *ev, tickclock_info *out) {
 
 const tickclock_freq *tkt_pv_claim(const tickclock_evidence *ev) { return tkc_pv_claim_of(ev); }
 
+int tkt_has_word(const char *list, const char *word) { return tkc_has_word(list, word); }
+
 int tkt_counter_executable(const tickclock_evidence *ev, char *why, size_t n) {
   return tkc_counter_executable(ev, why, n);
 }

@@ -159,19 +159,14 @@ Steps WalkSteps(uint64_t span_ns, long pause_ns) {
 // CLOCK_MONOTONIC_RAW (what a hypervisor would state).
 uint32_t g_tsc_khz = 0;
 
-// Where the real KVM's leaves are: 0x40000000, or 0x40000100 and on when
-// KVM offers Hyper-V enlightenments ("Microsoft Hv" first); 0 when the real
-// hypervisor is not KVM. Read once before the children fork.
+// Where the real KVM's leaves are (the library's own decoding of the real
+// CPUID: 0x40000000, or 0x40000100 and on behind Hyper-V's signature); 0
+// when the real hypervisor is not KVM. Read once before the children fork.
 uint32_t g_real_kvm_base = 0;
 uint32_t RealKvmBase() {
-  for (uint32_t base = 0x40000000u; base < 0x40010000u; base += 0x100u) {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    __cpuid_count(base, 0, a, b, c, d);
-    if (memcmp(&b, "KVMK", 4) == 0 && memcmp(&c, "VMKV", 4) == 0 && memcmp(&d, "M\0\0\0", 4) == 0)
-      return base;
-    if (base == 0x40000000u && memcmp(&b, "Micr", 4) != 0) return 0;  // no scan otherwise
-  }
-  return 0;
+  tickclock_x86_facts facts;
+  tickclock_x86_decode(tickclock_cpuid_native, nullptr, &facts);
+  return facts.kvm_base;
 }
 
 // Real CPUID, except KVM's signature at 0x40000000 and a KVM timing leaf
