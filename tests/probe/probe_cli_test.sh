@@ -511,13 +511,17 @@ timing_total() {
 check "timing --seconds 1 takes about 1 s in all" timing_total
 
 # ---- an interrupted run is INCOMPLETE, lists what it did not finish, exits 130 ----------
-interrupt() { # out-file, args...: SIGINT at 1 s, again every 3 s while it runs (a signal
-  # that lands before the handler is installed is ignored in a background job; one
-  # that lands while an interrupted run writes its report would end it, as a second
-  # Ctrl-C should, so the next one waits long enough even under emulation)
+interrupt() { # out-file, args...: SIGINT at 1 s, again every 3 s while it runs. The
+  # run starts with SIGINT ignored, so a signal that lands before the probe installs
+  # its handler is lost rather than fatal: bash gives "( exec ... ) &" SIGINT's
+  # default action back (it ignores SIGINT only in a background job it runs itself),
+  # and on a loaded machine under emulation the runner, QEMU and the probe can take
+  # longer than 1 s to start; the default action then ended the run with 130 and no
+  # report at all. The later signals are for a first one that was lost that way; one
+  # that lands while an interrupted run writes its report only sets the flag again.
   local out=$1
   shift
-  ( exec "${runner[@]}" "$probe_bin" "$@" > "$out" 2> "$tmp/int.err" ) &
+  ( trap '' INT; exec "${runner[@]}" "$probe_bin" "$@" > "$out" 2> "$tmp/int.err" ) &
   local pid=$! k
   sleep 1
   for k in $(seq 1 10); do
@@ -525,6 +529,10 @@ interrupt() { # out-file, args...: SIGINT at 1 s, again every 3 s while it runs 
     for _ in 1 2 3 4 5 6; do kill -0 "$pid" 2> /dev/null || break 2; sleep 0.5; done
   done
   wait "$pid"
+}
+int_why() { # rc, out-file: what an interrupted run left, for the check's FAIL line
+  echo "exit $1, $(wc -c < "$2") bytes of output, stderr: $(tail -2 "$tmp/int.err" | tr '\n' '|')" > "$tmp/why"
+  return 1
 }
 int_validate() {
   rm -f "$tmp/int.cpuid"
@@ -542,17 +550,20 @@ int_validate_json() {
   interrupt "$tmp/int-validate.json" validate --seconds 20 --json
   local rc=$?
   [[ $rc -eq 130 ]] && json_has "$tmp/int-validate.json" \
-    "d['verdict'] == 'INCOMPLETE' and d['interrupted'] and len(d['unfinished']) >= 1 and all(c['status'] == 'INCOMPLETE' for c in d['checks'] if c['name'] in [u['check'] for u in d['unfinished']])"
+    "d['verdict'] == 'INCOMPLETE' and d['interrupted'] and len(d['unfinished']) >= 1 and all(c['status'] == 'INCOMPLETE' for c in d['checks'] if c['name'] in [u['check'] for u in d['unfinished']])" ||
+    int_why $rc "$tmp/int-validate.json"
 }
 int_timing() {
   interrupt "$tmp/int-timing.json" timing --seconds 20 --json
   local rc=$?
-  [[ $rc -eq 130 ]] && json_has "$tmp/int-timing.json" "d['interrupted'] and not d['complete'] and len(d['unfinished']) >= 1"
+  [[ $rc -eq 130 ]] && json_has "$tmp/int-timing.json" "d['interrupted'] and not d['complete'] and len(d['unfinished']) >= 1" ||
+    int_why $rc "$tmp/int-timing.json"
 }
 int_warp_json() {
   interrupt "$tmp/int-warp.json" warp --seconds 20 --json
   local rc=$?
-  [[ $rc -eq 130 ]] && json_has "$tmp/int-warp.json" "d['interrupted'] and d['verdict'] == 'INCOMPLETE' and len(d['unfinished']) >= 1"
+  [[ $rc -eq 130 ]] && json_has "$tmp/int-warp.json" "d['interrupted'] and d['verdict'] == 'INCOMPLETE' and len(d['unfinished']) >= 1" ||
+    int_why $rc "$tmp/int-warp.json"
 }
 # --fixture-out over an existing file: an interrupted run leaves it as it
 # was (the fixture is written to a temporary file, renamed at the end), and
@@ -572,7 +583,8 @@ int_fixture_kept() {
 int_warp() {
   interrupt "$tmp/int.txt" warp --seconds 20
   local rc=$?
-  [[ $rc -eq 130 ]] && grep -q "^INCOMPLETE: interrupted by SIGINT; not finished: " "$tmp/int.txt" && ! grep -q "no warp observed" "$tmp/int.txt"
+  [[ $rc -eq 130 ]] && grep -q "^INCOMPLETE: interrupted by SIGINT; not finished: " "$tmp/int.txt" && ! grep -q "no warp observed" "$tmp/int.txt" ||
+    int_why $rc "$tmp/int.txt"
 }
 check "validate interrupted: INCOMPLETE, unfinished listed, no fixture, exit 130" int_validate
 check "validate --json interrupted: verdict INCOMPLETE, exit 130" int_validate_json
