@@ -524,11 +524,10 @@ interrupt() { # out-file, args...: SIGINT at 1 s, again every 3 s while it runs.
   # while an interrupted run writes its report only sets the flag again.
   local out=$1
   shift
-  if [[ ${#runner[@]} -gt 0 ]]; then
-    ( trap '' INT; exec "${runner[@]}" "$probe_bin" "$@" > "$out" 2> "$tmp/int.err" ) &
-  else
-    ( exec "$probe_bin" "$@" > "$out" 2> "$tmp/int.err" ) &
-  fi
+  (
+    if [[ ${#runner[@]} -gt 0 ]]; then trap '' INT; fi
+    exec "${runner[@]}" "$probe_bin" "$@" > "$out" 2> "$tmp/int.err"
+  ) &
   local pid=$! k
   sleep 1
   for k in $(seq 1 10); do
