@@ -124,11 +124,9 @@ uint64_t tkc_p_suspended_ns(void) {
   return tkc_os_suspended_ns();
 }
 
-/* The kernel's clocksource, read fresh on every call (the native reader
- * is the OS code's: tkc_native_clocksource). */
+/* The kernel's clocksource, read fresh on every call. */
 int tkc_p_clocksource(char *buf, size_t n) {
-  if (TKC_P(read_line)) return tkc_p_read_line(TKC_SYSFS_CURRENT_CLOCKSOURCE, buf, n);
-  return tkc_native_clocksource(buf, n);
+  return tkc_p_read_line(TKC_SYSFS_CURRENT_CLOCKSOURCE, buf, n);
 }
 
 void tkc_p_sleep_ns(uint64_t ns) {

@@ -105,8 +105,8 @@ typedef struct tickclock_platform {
   uint64_t (*os_ns_sys)(void *ctx);
   void (*sleep_ns)(void *ctx, uint64_t ns);
   const char *(*getenv)(void *ctx, const char *name); /* already secure */
-  /* The first line of a file starting with prefix (read in pieces of
-   * n - 1 bytes, as fgets does), into buf; 1 if found. /proc/cpuinfo. */
+  /* The first line of a file starting with prefix, without its newline
+   * and cut to n - 1 bytes, into buf; 1 if found. /proc/cpuinfo. */
   int (*find_line)(void *ctx, const char *path, const char *prefix, char *buf, size_t n);
   /* Up to n bytes of a file; 0 if missing or unreadable. The device tree. */
   size_t (*read_bytes)(void *ctx, const char *path, void *buf, size_t n);
@@ -152,6 +152,16 @@ TKC_INTERNAL void tkc_p_sleep_ns(uint64_t ns);
 TKC_INTERNAL const char *tkc_p_getenv(const char *name);
 /* ---- the native platform (platform_posix.c, platform_windows.c) ---- */
 TKC_INTERNAL int tkc_native_read_line(const char *path, char *buf, size_t n);
+#if defined(__linux__)
+/* open(path, O_RDONLY | O_CLOEXEC), EINTR retried; -1 if it cannot. */
+TKC_INTERNAL int tkc_native_open(const char *path);
+/* Calls fn on each line of path, without its newline, in line (n bytes; a
+ * longer line is cut to n - 1 and fn is told), until fn returns non-zero:
+ * that value; 0 at the end, -1 if the file could not be opened. */
+typedef int (*tkc_line_fn)(const char *line, size_t len, int cut, void *ctx);
+TKC_INTERNAL int tkc_native_scan_lines(const char *path, char *line, size_t n, tkc_line_fn fn,
+                                       void *ctx);
+#endif
 TKC_INTERNAL int tkc_native_find_line(const char *path, const char *prefix, char *buf, size_t n);
 TKC_INTERNAL size_t tkc_native_read_bytes(const char *path, void *buf, size_t n);
 TKC_INTERNAL int tkc_native_prctl_get_tsc(void);
@@ -176,8 +186,6 @@ TKC_INTERNAL void tkc_native_pvclock(int kind, tickclock_pvclock_page *pv);
  * that a test can race it against a writer. */
 TKC_INTERNAL int tkc_pv_read_at(uintptr_t addr, int kind, tickclock_pvclock_page *pv);
 #endif
-/* The kernel's current clocksource (see tkc_p_clocksource); 1 if read. */
-TKC_INTERNAL int tkc_native_clocksource(char *buf, size_t n);
 
 /* The kernel's clocksource verdict (Linux), read at initialisation, by
  * re-validation and by the probe. */

@@ -91,43 +91,28 @@ void tkc_native_perf_page(tickclock_perf_page *pp) {
 static TKC_SHARED uintptr_t tkc_g_pv_addr[3] = {0, 0, 0};
 
 /* The start of the mapping named name ("[vvar_vclock]", "[vvar]") in
- * /proc/self/maps, read with open/read/close (no stdio: this runs under
- * the library's lock); 0 if there is none, UINTPTR_MAX if the file could
- * not be read. */
+ * /proc/self/maps (read without stdio: this runs under the library's
+ * lock); 0 if there is none, UINTPTR_MAX if the file could not be read. */
+typedef struct tkc_maps_ctx {
+  const char *name;
+  size_t k;
+  uintptr_t at;
+} tkc_maps_ctx;
+static int tkc_maps_line(const char *line, size_t len, int cut, void *ctx) {
+  tkc_maps_ctx *c = (tkc_maps_ctx *)ctx;
+  if (cut || len < c->k || strcmp(line + len - c->k, c->name) != 0) return 0; /* not ours */
+  c->at = (uintptr_t)strtoull(line, NULL, 16);
+  return 1;
+}
 static uintptr_t tkc_maps_find(const char *name) {
-  char chunk[512], line[256];
-  size_t ll = 0, k = strlen(name);
-  int fd, skip = 0;
-  ssize_t got, i;
-  do {
-    fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) return UINTPTR_MAX;
-  for (;;) {
-    do {
-      got = read(fd, chunk, sizeof chunk);
-    } while (got < 0 && errno == EINTR);
-    if (got <= 0) break;
-    for (i = 0; i < got; i++) {
-      char c = chunk[i];
-      if (c != '\n') {
-        if (ll + 1 < sizeof line)
-          line[ll++] = c;
-        else
-          skip = 1; /* a path longer than the buffer: not ours */
-        continue;
-      }
-      line[ll] = '\0';
-      if (!skip && ll >= k && strcmp(line + ll - k, name) == 0) {
-        close(fd);
-        return (uintptr_t)strtoull(line, NULL, 16);
-      }
-      ll = 0;
-      skip = 0;
-    }
-  }
-  close(fd);
-  return 0;
+  char line[256];
+  tkc_maps_ctx c;
+  c.name = name;
+  c.k = strlen(name);
+  c.at = 0;
+  if (tkc_native_scan_lines("/proc/self/maps", line, sizeof line, tkc_maps_line, &c) < 0)
+    return UINTPTR_MAX;
+  return c.at;
 }
 
 /* Is [addr, addr + n) readable? The kernel copies it into a pipe, and a

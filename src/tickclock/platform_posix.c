@@ -180,22 +180,104 @@ const char *tkc_secure_getenv(const char *name) {
 #endif
 }
 
-/* The first line of a /sys or /proc file (native platform). */
+/* Files are read with open/read/close, never stdio: nothing allocated (a
+ * process's first fopen also sets up malloc, 0.1-0.2 ms where a page fault
+ * costs 10 us), nothing shared with the program's streams, and safe where
+ * re-validation runs in a signal handler. Each file is opened, read and
+ * closed in one call (close-on-exec): a descriptor kept open between
+ * calls could be closed by the program (daemonising, closefrom) and its
+ * number reused for one of the program's own files, which the next check
+ * would then seek and read. */
+#if defined(__linux__)
+int tkc_native_open(const char *path) {
+  int fd;
+  do {
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+/* One read(2), EINTR retried. */
+static ssize_t tkc_read_some(int fd, char *buf, size_t n) {
+  ssize_t r;
+  do {
+    r = read(fd, buf, n);
+  } while (r < 0 && errno == EINTR);
+  return r;
+}
+
+/* Up to n bytes from fd into buf, *got of them: reads until n or the end;
+ * 0 if a read failed (what came before is not to be trusted as the
+ * file's content). */
+static int tkc_read_upto(int fd, char *buf, size_t n, size_t *got) {
+  *got = 0;
+  while (*got < n) {
+    ssize_t r = tkc_read_some(fd, buf + *got, n - *got);
+    if (r < 0) return 0;
+    if (r == 0) break;
+    *got += (size_t)r;
+  }
+  return 1;
+}
+
+int tkc_native_scan_lines(const char *path, char *line, size_t n, tkc_line_fn fn, void *ctx) {
+  char chunk[512];
+  size_t ll = 0;
+  int cut = 0, rc = 0, fd;
+  if (n == 0) return 0;
+  fd = tkc_native_open(path);
+  if (fd < 0) return -1;
+  while (rc == 0) {
+    ssize_t got = tkc_read_some(fd, chunk, sizeof chunk), i;
+    if (got < 0) {
+      rc = -1; /* a failed read: the line it cut is not passed on */
+      break;
+    }
+    if (got == 0) break;
+    for (i = 0; i < got && rc == 0; i++) {
+      if (chunk[i] != '\n') {
+        if (ll + 1 < n)
+          line[ll++] = chunk[i];
+        else
+          cut = 1;
+        continue;
+      }
+      line[ll] = '\0';
+      rc = fn(line, ll, cut, ctx);
+      ll = 0;
+      cut = 0;
+    }
+  }
+  if (rc == 0 && (ll > 0 || cut)) { /* a last line without its newline */
+    line[ll] = '\0';
+    rc = fn(line, ll, cut, ctx);
+  }
+  close(fd);
+  return rc;
+}
+#endif
+
+/* The first line of a /sys or /proc file (native platform), without its
+ * trailing newline and spaces; 1 if not empty. */
 int tkc_native_read_line(const char *path, char *buf, size_t n) {
 #if defined(__linux__)
-  FILE *f;
-  int known = 0;
+  size_t len;
+  const char *nl;
+  int fd, ok;
   if (n == 0) return 0;
   buf[0] = '\0';
-  f = fopen(path, "re");
-  if (f == NULL) return 0;
-  if (fgets(buf, (int)n, f) != NULL) {
-    size_t len = strlen(buf);
-    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) buf[--len] = '\0';
-    known = len > 0;
-  }
-  fclose(f);
-  return known;
+  fd = tkc_native_open(path);
+  if (fd < 0) return 0;
+  ok = tkc_read_upto(fd, buf, n - 1, &len);
+  close(fd);
+  if (!ok) len = 0;
+  nl = (const char *)memchr(buf, '\0', len); /* a NUL ends the line too */
+  if (nl != NULL) len = (size_t)(nl - buf);
+  nl = (const char *)memchr(buf, '\n', len);
+  if (nl != NULL) len = (size_t)(nl - buf);
+  buf[len] = '\0';
+  while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) buf[--len] = '\0';
+  return len > 0;
 #else
   (void)path;
   if (n > 0) buf[0] = '\0';
@@ -226,11 +308,11 @@ int tkc_native_prctl_get_tsc(void) {
 size_t tkc_native_read_bytes(const char *path, void *buf, size_t n) {
 #if defined(__linux__)
   size_t got;
-  FILE *f = fopen(path, "rbe");
-  if (f == NULL) return 0;
-  got = fread(buf, 1, n, f);
-  fclose(f);
-  return got;
+  int ok, fd = tkc_native_open(path);
+  if (fd < 0) return 0;
+  ok = tkc_read_upto(fd, (char *)buf, n, &got);
+  close(fd);
+  return ok ? got : 0;
 #else
   (void)path;
   (void)buf;
@@ -239,59 +321,34 @@ size_t tkc_native_read_bytes(const char *path, void *buf, size_t n) {
 #endif
 }
 
+#if defined(__linux__)
+typedef struct tkc_prefix_ctx {
+  const char *prefix;
+  size_t k;
+} tkc_prefix_ctx;
+static int tkc_line_has_prefix(const char *line, size_t len, int cut, void *ctx) {
+  const tkc_prefix_ctx *c = (const tkc_prefix_ctx *)ctx;
+  (void)cut;
+  return len >= c->k && strncmp(line, c->prefix, c->k) == 0;
+}
+#endif
+
 /* The first line of a file that starts with prefix (native platform),
- * read in pieces of n - 1 bytes as fgets does; 1 if found. */
+ * without its newline and cut to n - 1 bytes; 1 if found. */
 int tkc_native_find_line(const char *path, const char *prefix, char *buf, size_t n) {
 #if defined(__linux__)
-  size_t k = strlen(prefix);
-  FILE *f;
+  tkc_prefix_ctx c;
   if (n == 0) return 0;
+  c.prefix = prefix;
+  c.k = strlen(prefix);
+  if (tkc_native_scan_lines(path, buf, n, tkc_line_has_prefix, &c) == 1) return 1;
   buf[0] = '\0';
-  f = fopen(path, "re");
-  if (f == NULL) return 0;
-  while (fgets(buf, (int)n, f) != NULL) {
-    if (strncmp(buf, prefix, k) == 0) {
-      fclose(f);
-      return 1;
-    }
-  }
-  buf[0] = '\0';
-  fclose(f);
   return 0;
 #else
   (void)path;
   (void)prefix;
   if (n > 0) buf[0] = '\0';
   return 0;
-#endif
-}
-
-/* Opened, read and closed each time (close-on-exec): a descriptor kept
- * open between calls could be closed by the program (daemonising,
- * closefrom) and its number reused for one of the program's own files,
- * which the next check would then seek and read. */
-int tkc_native_clocksource(char *buf, size_t n) {
-#if defined(__linux__)
-  int fd;
-  ssize_t got;
-  size_t len;
-  if (n == 0) return 0;
-  buf[0] = '\0';
-  do {
-    fd = open(TKC_SYSFS_CURRENT_CLOCKSOURCE, O_RDONLY | O_CLOEXEC);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) return 0;
-  do {
-    got = read(fd, buf, n - 1);
-  } while (got < 0 && errno == EINTR);
-  close(fd);
-  if (got <= 0) return 0;
-  len = (size_t)got;
-  buf[len] = '\0';
-  while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) buf[--len] = '\0';
-  return len > 0;
-#else
-  return tkc_native_read_line(TKC_SYSFS_CURRENT_CLOCKSOURCE, buf, n);
 #endif
 }
 

@@ -86,10 +86,6 @@ size_t tkc_native_read_bytes(const char *path, void *buf, size_t n) {
   return 0;
 }
 
-int tkc_native_clocksource(char *buf, size_t n) {
-  return tkc_native_read_line(TKC_SYSFS_CURRENT_CLOCKSOURCE, buf, n);
-}
-
 int tkc_native_prctl_get_tsc(void) { return TICKCLOCK_PRCTL_UNKNOWN; }
 int tkc_native_stderr_writable(void) { return 1; }
 

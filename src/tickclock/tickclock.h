@@ -67,6 +67,10 @@
  *    is in use (the OS clock's vDSO reads the TSC too).
  *
  * Through a process's life:
+ *  - The first call of any function initialises: it allocates nothing
+ *    (its state, the spare a counter state keeps and the slots reserved
+ *    for the conversions are static) and reads the kernel's files with
+ *    open/read/close, never stdio, holding no descriptor afterwards.
  *  - Async-signal-safe once initialised: tickclock_now,
  *    tickclock_now_ordered, tickclock_to_ns, tickclock_delta_ns,
  *    tickclock_duration_get, tickclock_info_get (and the sampler's

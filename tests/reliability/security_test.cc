@@ -1,11 +1,13 @@
 // Security properties of initialisation on the real machine:
-//  - the files the library opens are all under /sys or /proc (every fopen
-//    of the statically linked core is interposed here and recorded);
+//  - the files the library opens are all under /sys or /proc (open,
+//    open64, openat and fopen are interposed here and recorded);
 //  - TICKCLOCK_SOURCE is ignored in AT_SECURE (setuid/setgid) processes:
 //    a setgid copy of this binary is executed when the file system allows
 //    it (root, no nosuid mount); otherwise the case reports a skip
 //    (TICKCLOCK_SKIPPED, counted as skipped by ci/matrix_lab/summarize), never a pass.
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,15 +34,50 @@ void record(const char *path) {
 }
 }  // namespace
 
+// The library reads files with open (and openat where a libc routes it
+// there); fopen is interposed too, though the core uses no stdio.
+extern "C" int open(const char *path, int flags, ...) {
+  typedef int (*fn)(const char *, int, ...);
+  static fn real = (fn)dlsym(RTLD_NEXT, "open");
+  mode_t mode = 0;
+  if (flags & O_CREAT) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = (mode_t)va_arg(ap, int);
+    va_end(ap);
+  }
+  record(path);
+  return real(path, flags, mode);
+}
+extern "C" int open64(const char *path, int flags, ...) {
+  typedef int (*fn)(const char *, int, ...);
+  static fn real = (fn)dlsym(RTLD_NEXT, "open64");
+  mode_t mode = 0;
+  if (flags & O_CREAT) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = (mode_t)va_arg(ap, int);
+    va_end(ap);
+  }
+  record(path);
+  return real(path, flags, mode);
+}
+extern "C" int openat(int dirfd, const char *path, int flags, ...) {
+  typedef int (*fn)(int, const char *, int, ...);
+  static fn real = (fn)dlsym(RTLD_NEXT, "openat");
+  mode_t mode = 0;
+  if (flags & O_CREAT) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = (mode_t)va_arg(ap, int);
+    va_end(ap);
+  }
+  record(path);
+  return real(dirfd, path, flags, mode);
+}
 extern "C" FILE *fopen(const char *path, const char *mode) {
   typedef FILE *(*fn)(const char *, const char *);
   static fn real = (fn)dlsym(RTLD_NEXT, "fopen");
-  record(path);
-  return real(path, mode);
-}
-extern "C" FILE *fopen64(const char *path, const char *mode) {
-  typedef FILE *(*fn)(const char *, const char *);
-  static fn real = (fn)dlsym(RTLD_NEXT, "fopen64");
   record(path);
   return real(path, mode);
 }
