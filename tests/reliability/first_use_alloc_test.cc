@@ -16,36 +16,13 @@
 
 #include "doctest/doctest.h"
 #include "tests/support/child.h"
+#define TCTEST_INTERPOSE_ALLOC 1
+#include "tests/support/interpose.h"
 #include "tests/support/skip.h"
 #include "tickclock.h"
 
-#if defined(TCTEST_ASAN) || defined(TCTEST_TSAN)
-#define TICKCLOCK_TEST_SANITIZED 1
-#endif
-
 static std::atomic<long> g_allocs(0);
-static std::atomic<bool> g_counting(false);
-
-#if !defined(TICKCLOCK_TEST_SANITIZED) /* a sanitizer owns malloc */
-extern "C" void *__libc_malloc(size_t);
-extern "C" void *__libc_calloc(size_t, size_t);
-extern "C" void *__libc_realloc(void *, size_t);
-extern "C" void __libc_free(void *);
-
-extern "C" void *malloc(size_t n) {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocs++;
-  return __libc_malloc(n);
-}
-extern "C" void *calloc(size_t a, size_t b) {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocs++;
-  return __libc_calloc(a, b);
-}
-extern "C" void *realloc(void *p, size_t n) {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocs++;
-  return __libc_realloc(p, n);
-}
-extern "C" void free(void *p) { __libc_free(p); }
-#endif
+static void count_alloc(int) { g_allocs++; }
 
 namespace {
 // In a child: the first call (first_call), counted, with TICKCLOCK_SOURCE
@@ -58,15 +35,15 @@ void first_use_counted(const char *source, F first_call) {
   else
     unsetenv("TICKCLOCK_SOURCE");
   // the interposer itself works here (a control: one allocation counted)
-  g_counting = true;
+  tctest::g_alloc_hook = count_alloc;
   void *p = malloc(16);
-  g_counting = false;
+  tctest::g_alloc_hook = nullptr;
   free(p);
   EXPECT(g_allocs.load() == 1);
   g_allocs = 0;
-  g_counting = true;
+  tctest::g_alloc_hook = count_alloc;
   first_call();
-  g_counting = false;
+  tctest::g_alloc_hook = nullptr;
   const tickclock_info *i = tickclock_info_get();
   fprintf(stderr, "first use: %s, %ld allocations (%s)\n", i->source_name, g_allocs.load(), i->why);
   EXPECT(g_allocs.load() == 0);
@@ -86,7 +63,7 @@ int run(const char *source, void (*first_call)(), bool disable_rdtsc = false) {
 }
 }  // namespace
 
-#if defined(TICKCLOCK_TEST_SANITIZED)
+#if !TCTEST_ALLOC_INTERPOSED
 #define SKIP_SANITIZED()                                                            \
   do {                                                                              \
     tctest::skip("allocation count: a sanitizer's allocator cannot be interposed"); \

@@ -13,39 +13,16 @@
 
 #include "doctest/doctest.h"
 #include "tests/support/host_facts.h"
+#define TCTEST_INTERPOSE_ALLOC 1
+#include "tests/support/interpose.h"
 #include "tests/support/skip.h"
 #include "tickclock.h"
 
-#if defined(TCTEST_ASAN) || defined(TCTEST_TSAN)
-#define TICKCLOCK_TEST_SANITIZED 1
-#endif
-
 static std::atomic<long> g_allocs(0);
-static std::atomic<bool> g_counting(false);
-
-#if !defined(TICKCLOCK_TEST_SANITIZED) /* a sanitizer owns malloc */
-extern "C" void *__libc_malloc(size_t);
-extern "C" void *__libc_calloc(size_t, size_t);
-extern "C" void *__libc_realloc(void *, size_t);
-extern "C" void __libc_free(void *);
-
-extern "C" void *malloc(size_t n) {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocs++;
-  return __libc_malloc(n);
-}
-extern "C" void *calloc(size_t a, size_t b) {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocs++;
-  return __libc_calloc(a, b);
-}
-extern "C" void *realloc(void *p, size_t n) {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocs++;
-  return __libc_realloc(p, n);
-}
-extern "C" void free(void *p) { __libc_free(p); }
-#endif
+static void count_alloc(int) { g_allocs++; }
 
 TEST_CASE("periodic re-validation in tickclock_to_ns: no allocation while the counter is healthy") {
-#if defined(TICKCLOCK_TEST_SANITIZED)
+#if !TCTEST_ALLOC_INTERPOSED
   tctest::skip("allocation count: a sanitizer's allocator cannot be interposed");
   return;
 #endif
@@ -64,7 +41,7 @@ TEST_CASE("periodic re-validation in tickclock_to_ns: no allocation while the co
   struct timespec pause = {0, 100000};
   long checks = 0;
   uint64_t last_deadline = tkc_g_reval_deadline;
-  g_counting = true;
+  tctest::g_alloc_hook = count_alloc;
   for (int k = 0; k < 4000; k++) {
     (void)tickclock_to_ns(tickclock_now());
     if (tkc_g_reval_deadline != last_deadline) {
@@ -73,7 +50,7 @@ TEST_CASE("periodic re-validation in tickclock_to_ns: no allocation while the co
     }
     nanosleep(&pause, nullptr);
   }
-  g_counting = false;
+  tctest::g_alloc_hook = nullptr;
   tickclock_revalidate_every(0);
   MESSAGE(checks << " periodic checks, " << g_allocs.load() << " allocations");
   INFO(tickclock_info_get()->why);

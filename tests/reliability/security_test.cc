@@ -21,6 +21,7 @@
 
 #include "doctest/doctest.h"
 #include "internal.h"
+#include "tests/support/interpose.h"
 #include "tests/support/skip.h"
 
 namespace {
@@ -39,39 +40,21 @@ void record(const char *path) {
 extern "C" int open(const char *path, int flags, ...) {
   typedef int (*fn)(const char *, int, ...);
   static fn real = (fn)dlsym(RTLD_NEXT, "open");
-  mode_t mode = 0;
-  if (flags & O_CREAT) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = (mode_t)va_arg(ap, int);
-    va_end(ap);
-  }
+  TCTEST_OPEN_MODE(flags, mode);
   record(path);
   return real(path, flags, mode);
 }
 extern "C" int open64(const char *path, int flags, ...) {
   typedef int (*fn)(const char *, int, ...);
   static fn real = (fn)dlsym(RTLD_NEXT, "open64");
-  mode_t mode = 0;
-  if (flags & O_CREAT) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = (mode_t)va_arg(ap, int);
-    va_end(ap);
-  }
+  TCTEST_OPEN_MODE(flags, mode);
   record(path);
   return real(path, flags, mode);
 }
 extern "C" int openat(int dirfd, const char *path, int flags, ...) {
   typedef int (*fn)(int, const char *, int, ...);
   static fn real = (fn)dlsym(RTLD_NEXT, "openat");
-  mode_t mode = 0;
-  if (flags & O_CREAT) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = (mode_t)va_arg(ap, int);
-    va_end(ap);
-  }
+  TCTEST_OPEN_MODE(flags, mode);
   record(path);
   return real(dirfd, path, flags, mode);
 }

@@ -28,12 +28,10 @@
 #include "doctest/doctest.h"
 #include "tests/support/child.h"
 #include "tests/support/host_costs.h"
+#define TCTEST_INTERPOSE_ALLOC 1
+#include "tests/support/interpose.h"
 #include "tests/support/skip.h"
 #include "tickclock.h"
-
-#if defined(TCTEST_ASAN) || defined(TCTEST_TSAN)
-#define TICKCLOCK_TEST_SANITIZED 1
-#endif
 
 static thread_local int t_in_handler = 0;
 static std::atomic<long> g_forbidden(0);
@@ -46,35 +44,11 @@ static void forbidden(int what) {
   }
 }
 
-#if !defined(TICKCLOCK_TEST_SANITIZED) /* a sanitizer owns malloc */
-extern "C" void *__libc_malloc(size_t);
-extern "C" void *__libc_calloc(size_t, size_t);
-extern "C" void *__libc_realloc(void *, size_t);
-extern "C" void __libc_free(void *);
-
-extern "C" void *malloc(size_t n) {
-  forbidden(1);
-  return __libc_malloc(n);
-}
-extern "C" void *calloc(size_t a, size_t b) {
-  forbidden(2);
-  return __libc_calloc(a, b);
-}
-extern "C" void *realloc(void *p, size_t n) {
-  forbidden(3);
-  return __libc_realloc(p, n);
-}
-extern "C" void free(void *p) { __libc_free(p); }
-// I/O: the library's own file reads go through open/read (and fopen,
-// which allocates); forwarded as the system calls.
+#if TCTEST_ALLOC_INTERPOSED
+// I/O: the library's own file reads go through open/read; forwarded as
+// the system calls.
 extern "C" int open(const char *path, int flags, ...) {
-  mode_t mode = 0;
-  if (flags & O_CREAT) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = (mode_t)va_arg(ap, int);
-    va_end(ap);
-  }
+  TCTEST_OPEN_MODE(flags, mode);
   forbidden(4);
   return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
 }
@@ -117,6 +91,7 @@ TEST_CASE(
     "a SIGALRM storm every 100 us calling every async-signal-safe function while the thread "
     "mallocs: no deadlock, no allocation, no I/O") {
   static long period_us = tctest::host_costs().timer_period_us(100);
+  tctest::g_alloc_hook = forbidden;  // counted only in the handler
   MESSAGE("host costs: " << tctest::host_costs().describe() << ": a storm every " << period_us
                          << " us");
   for (int run = 0; run < 3; run++) {
@@ -162,7 +137,7 @@ TEST_CASE(
     CHECK(WIFEXITED(st));
     CHECK(WEXITSTATUS(st) == 0);
   }
-#if defined(TICKCLOCK_TEST_SANITIZED)
+#if !TCTEST_ALLOC_INTERPOSED
   MESSAGE(
       "allocation and I/O counts: off under a sanitizer (it owns malloc); its own report checks "
       "the handler");
