@@ -206,16 +206,17 @@ static ssize_t tkc_read_some(int fd, char *buf, size_t n) {
   return r;
 }
 
-/* Up to n bytes from fd into buf, *got of them: reads until n or the end;
- * 0 if a read failed (what came before is not to be trusted as the
- * file's content). */
-static int tkc_read_upto(int fd, char *buf, size_t n, size_t *got) {
+/* Up to n bytes from fd into buf, *got of them: reads until n, the end
+ * or (line != 0) a newline; 0 if a read failed (what came before is not to
+ * be trusted as the file's content). */
+static int tkc_read_upto(int fd, char *buf, size_t n, int line, size_t *got) {
   *got = 0;
   while (*got < n) {
     ssize_t r = tkc_read_some(fd, buf + *got, n - *got);
     if (r < 0) return 0;
     if (r == 0) break;
     *got += (size_t)r;
+    if (line && memchr(buf + *got - (size_t)r, '\n', (size_t)r) != NULL) break;
   }
   return 1;
 }
@@ -243,14 +244,14 @@ int tkc_native_scan_lines(const char *path, char *line, size_t n, tkc_line_fn fn
         continue;
       }
       line[ll] = '\0';
-      rc = fn(line, ll, cut, ctx);
+      rc = fn(line, strlen(line), cut, ctx); /* a NUL ends the line */
       ll = 0;
       cut = 0;
     }
   }
   if (rc == 0 && (ll > 0 || cut)) { /* a last line without its newline */
     line[ll] = '\0';
-    rc = fn(line, ll, cut, ctx);
+    rc = fn(line, strlen(line), cut, ctx);
   }
   close(fd);
   return rc;
@@ -268,7 +269,7 @@ int tkc_native_read_line(const char *path, char *buf, size_t n) {
   buf[0] = '\0';
   fd = tkc_native_open(path);
   if (fd < 0) return 0;
-  ok = tkc_read_upto(fd, buf, n - 1, &len);
+  ok = tkc_read_upto(fd, buf, n - 1, 1, &len);
   close(fd);
   if (!ok) len = 0;
   nl = (const char *)memchr(buf, '\0', len); /* a NUL ends the line too */
@@ -310,7 +311,7 @@ size_t tkc_native_read_bytes(const char *path, void *buf, size_t n) {
   size_t got;
   int ok, fd = tkc_native_open(path);
   if (fd < 0) return 0;
-  ok = tkc_read_upto(fd, (char *)buf, n, &got);
+  ok = tkc_read_upto(fd, (char *)buf, n, 0, &got);
   close(fd);
   return ok ? got : 0;
 #else

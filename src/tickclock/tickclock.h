@@ -67,7 +67,8 @@
  *    is in use (the OS clock's vDSO reads the TSC too).
  *
  * Through a process's life:
- *  - The first call of any function initialises: it allocates nothing
+ *  - The first call that reads the clock or its state (now, to_ns,
+ *    info_get, init, revalidate, ...) initialises: it allocates nothing
  *    (its state, the spare a counter state keeps and the slots reserved
  *    for the conversions are static) and reads the kernel's files with
  *    open/read/close, never stdio, holding no descriptor afterwards.

@@ -104,3 +104,14 @@ TEST_CASE("a first tickclock_init() that calibrates allocates nothing") {
           (void)tickclock_init(&cfg);
         }) == 0);
 }
+
+TEST_CASE("other first calls allocate nothing: info_get, revalidate, duration_get, now_ordered") {
+  SKIP_SANITIZED();
+  CHECK(run(nullptr, [] { (void)tickclock_info_get(); }) == 0);
+  CHECK(run(nullptr, [] { (void)tickclock_revalidate(); }) == 0);
+  CHECK(run(nullptr, [] {
+          tickclock_duration d;
+          (void)tickclock_duration_get(0, 0, &d);
+        }) == 0);
+  CHECK(run(nullptr, [] { (void)tickclock_to_ns(tickclock_now_ordered()); }) == 0);
+}

@@ -20,7 +20,7 @@
 
 namespace tctest {
 typedef void (*alloc_hook_fn)(int what);
-[[maybe_unused]] static std::atomic<alloc_hook_fn> g_alloc_hook(nullptr);  // set: reported
+inline std::atomic<alloc_hook_fn> g_alloc_hook(nullptr);  // set: calls are reported
 }  // namespace tctest
 
 #if defined(TCTEST_ASAN) || defined(TCTEST_TSAN) || !defined(TCTEST_INTERPOSE_ALLOC)

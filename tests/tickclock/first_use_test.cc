@@ -209,12 +209,19 @@ TEST_CASE("first use with the quick calibration: its own baseline plus under 3 m
     ms.push_back(v[0]);
     base.push_back(v[2]);
   }
-  size_t best = 0;
-  for (size_t k = 1; k < ms.size(); k++)
+  size_t best = 0, shortest = 0;
+  for (size_t k = 1; k < ms.size(); k++) {
     if (ms[k] - base[k] < ms[best] - base[best]) best = k;
+    if (base[k] < base[shortest]) shortest = k;
+  }
   INFO("best child: first use " << ms[best] << " ms, baseline " << base[best] << " ms");
-  CHECK(base[best] > 0.0);   // calibrated (no stated rate in this case)
-  CHECK(base[best] < 10.0);  // the quick calibration, not the 20 ms blocking one
+  INFO("shortest baseline " << base[shortest] << " ms");
+  CHECK(base[best] > 0.0);  // calibrated (no stated rate in this case)
+  // The quick calibration, not the 20 ms blocking one: it starts at 1 ms
+  // and is lengthened x4 only while preemption widened its brackets (a
+  // loaded 2-vCPU machine: 6-10 ms in some children, the sleep's overshoot
+  // included), so the child that was not preempted shows its start.
+  CHECK(base[shortest] < 10.0);
   CHECK(ms[best] - base[best] < 3.0);
 }
 

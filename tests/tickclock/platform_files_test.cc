@@ -6,8 +6,11 @@
 // a prefix that appears only inside a long line, missing files.
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -144,6 +147,12 @@ TEST_CASE("scan_lines: every line once, cut ones marked, the callback's verdict 
   stop.stop_at = 2;
   CHECK(tkc_native_scan_lines(f.path.c_str(), line, sizeof line, record, &stop) == 7);
   CHECK(stop.lines.size() == 2);
+  TempFile nul(std::string("ab\0cd\nef\n", 9));  // a NUL ends the line
+  Seen z;
+  CHECK(tkc_native_scan_lines(nul.path.c_str(), line, sizeof line, record, &z) == 0);
+  REQUIRE(z.lines.size() == 2);
+  CHECK(z.lines[0] == "ab");
+  CHECK(z.lines[1] == "ef");
   Seen missing;
   CHECK(tkc_native_scan_lines("/nonexistent/tickclock", line, sizeof line, record, &missing) == -1);
   CHECK(missing.lines.empty());
@@ -212,4 +221,54 @@ TEST_CASE("a read that fails part-way gives nothing, not the part before it") {
   }
   g_fail_fd = -1;
   CHECK(tkc_native_read_line(cs.path.c_str(), buf, sizeof buf) == 1);  // the control
+}
+
+TEST_CASE("read_line returns at the line's end, without waiting for the file's") {
+  // a FIFO whose writer sends one line and closes only after the reader
+  // has returned: a reader that read to the end would never return (the
+  // child is killed after 20 s: a hang, reported as such)
+  char dir[] = "/tmp/tkc-fifo-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  std::string fifo = std::string(dir) + "/f";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  int done[2];
+  REQUIRE(pipe(done) == 0);
+  pid_t writer = fork();
+  REQUIRE(writer >= 0);
+  if (writer == 0) {
+    int fd = open(fifo.c_str(), O_WRONLY);
+    if (fd < 0 || write(fd, "tsc\n", 4) != 4) _exit(2);
+    char c;
+    (void)!read(done[0], &c, 1);  // until the reader returned (or went away)
+    close(fd);
+    _exit(0);
+  }
+  pid_t reader = fork();
+  REQUIRE(reader >= 0);
+  if (reader == 0) {
+    char buf[64];
+    int ok = tkc_native_read_line(fifo.c_str(), buf, sizeof buf);
+    (void)!write(done[1], "x", 1);
+    _exit(ok == 1 && strcmp(buf, "tsc") == 0 ? 0 : 3);
+  }
+  close(done[0]);
+  int st = -1;
+  bool exited = false;
+  for (int i = 0; i < 2000 && !exited; i++) {  // 20 s
+    if (waitpid(reader, &st, WNOHANG) == reader)
+      exited = true;
+    else
+      usleep(10000);
+  }
+  if (!exited) {
+    kill(reader, SIGKILL);
+    waitpid(reader, &st, 0);
+  }
+  close(done[1]);  // the writer's read returns
+  kill(writer, SIGKILL);
+  waitpid(writer, nullptr, 0);
+  unlink(fifo.c_str());
+  rmdir(dir);
+  CHECK_MESSAGE(exited, "read_line waited for the end of a file whose line had come");
+  CHECK((exited && WIFEXITED(st) && WEXITSTATUS(st) == 0));
 }
