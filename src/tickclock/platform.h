@@ -174,12 +174,24 @@ TKC_INTERNAL int tkc_native_stderr_writable(void);
 TKC_INTERNAL int tkc_p_stderr_writable(void);
 TKC_INTERNAL void tkc_native_perf_page(tickclock_perf_page *pp);
 /* The paravirtual clock page (see tickclock_platform.pvclock): the first
- * call finds it in /proc/self/maps and proves it readable by writing it
- * into a pipe (EFAULT: not mapped; the kernel maps it only while a
- * paravirtual clocksource has been used), both descriptors closed before
- * returning; later calls read the page found, without a system call. */
+ * call finds it through /proc/self/maps and proves it readable without
+ * touching it (the kernel maps it only while a paravirtual clocksource has
+ * been used, and a read of it unmapped raises SIGBUS); every descriptor
+ * it opened is closed before returning; later calls read the page found,
+ * without a system call. */
 TKC_INTERNAL void tkc_native_pvclock(int kind, tickclock_pvclock_page *pv);
 #if defined(__linux__) && defined(TKC_X86)
+/* The two steps of the first call, each way exposed for the tests:
+ * where the page of kind is mapped (0 and why not in *absent), and
+ * whether the page at addr is readable (1, 0, or -1: no answer). */
+#define TKC_PV_FIND_ANY 0   /* the kernel by address, then the maps' text */
+#define TKC_PV_FIND_QUERY 1 /* PROCMAP_QUERY for the mapping below the vDSO */
+#define TKC_PV_FIND_SCAN 2  /* the text of /proc/self/maps */
+TKC_INTERNAL uintptr_t tkc_pv_locate(int kind, int how, int *absent);
+#define TKC_PV_PROVE_ANY 0  /* a path name copied from it, then a pipe */
+#define TKC_PV_PROVE_PATH 1 /* faccessat's copy of a path name */
+#define TKC_PV_PROVE_PIPE 2 /* write(2) of it into a pipe */
+TKC_INTERNAL int tkc_pv_readable(uintptr_t addr, int how);
 /* One consistent read of a page of kind at addr (an even version, the
  * same before and after the fields; up to 1000 tries while the host
  * writes it); 0 if none was had. The native reader's loop, exposed so

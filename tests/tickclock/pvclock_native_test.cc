@@ -1,10 +1,23 @@
-// The native reader of the paravirtual clock page (platform_posix.c): its
+// The native reader of the paravirtual clock page (platform_pages.c): its
 // consistency loop raced against a writer that updates a page the way a
 // host does (version odd while writing), and the finder on the machine at
 // hand: it never raises a signal, whether the page is mapped or not, and
-// leaves no descriptor behind.
+// leaves no descriptor behind; its two ways of finding the page agree, and
+// its two proofs of readability agree, on pages of every kind.
 #include <dirent.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <fstream>
@@ -123,4 +136,201 @@ TEST_CASE("the native finder on this machine: no signal, no descriptor left, a v
                     << (c.ok ? "claims " + std::to_string((double)c.hz_num / (double)c.hz_den)
                              : "refused: " + std::string(c.why)));
   }
+}
+
+namespace {
+// The mapping named name in /proc/self/maps as its text says: start, end.
+bool maps_entry(const char *name, uintptr_t *start, uintptr_t *end) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  size_t k = strlen(name);
+  while (std::getline(maps, line)) {
+    if (line.size() < k || line.compare(line.size() - k, k, name) != 0) continue;
+    unsigned long a = 0, b = 0;
+    if (sscanf(line.c_str(), "%lx-%lx", &a, &b) != 2) return false;
+    *start = a;
+    *end = b;
+    return true;
+  }
+  return false;
+}
+
+// Whether this kernel answers PROCMAP_QUERY at all (6.11 on): asked
+// about this function's own code.
+bool kernel_answers_query() {
+  struct {
+    uint64_t size, flags, addr, start, end, vflags, psize, off, inode;
+    uint32_t maj, min, name_size, bid_size;
+    uint64_t name_addr, bid_addr;
+  } q;
+  memset(&q, 0, sizeof q);
+  q.size = sizeof q;
+  q.addr = (uint64_t)(uintptr_t)&kernel_answers_query;
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  int r = ioctl(fd, 0xC0686611u, &q);
+  close(fd);
+  return r == 0 && q.start <= q.addr && q.addr < q.end;
+}
+
+// Pages of every kind a proof can meet: readable, readable with a path
+// name at +4 ('/' first, or relative), PROT_NONE, unmapped, and a
+// readable page whose bytes from +4 run without a NUL into a PROT_NONE one.
+struct Pages {
+  unsigned char *base = nullptr;
+  size_t pg = 0;
+  Pages() {
+    pg = (size_t)sysconf(_SC_PAGESIZE);
+    base = static_cast<unsigned char *>(
+        mmap(nullptr, 6 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (base == MAP_FAILED) {
+      base = nullptr;
+      return;
+    }
+    memset(base, 0, 6 * pg);
+    memcpy(base + pg + 4, "/", 2);            // page 1: the root, looked up
+    memcpy(base + 2 * pg + 4, "no-such", 8);  // page 2: relative to fd -1
+    memset(base + 4 * pg + 4, 'x', pg - 4);   // page 4: no NUL before page 5
+    mprotect(base + 3 * pg, pg, PROT_NONE);   // page 3
+    mprotect(base + 5 * pg, pg, PROT_NONE);   // page 5
+  }
+  ~Pages() {
+    if (base != nullptr) munmap(base, 6 * pg);
+  }
+  uintptr_t at(int i) const { return (uintptr_t)(base + (size_t)i * pg); }
+};
+
+// A page that is not mapped at all: mapped, then unmapped.
+uintptr_t unmapped_page() {
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  void *p = mmap(nullptr, pg, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return 0;
+  munmap(p, pg);
+  return (uintptr_t)p;
+}
+}  // namespace
+
+TEST_CASE("the finder: the kernel asked by address finds what the maps' text names") {
+  uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+  uintptr_t vs = 0, ve = 0;
+  bool vclock = maps_entry("[vvar_vclock]", &vs, &ve);
+  bool answers = kernel_answers_query();
+  long pg = sysconf(_SC_PAGESIZE);
+  std::string seen = std::string("PROCMAP_QUERY ") + (answers ? "answered" : "not answered") +
+                     "; [vvar_vclock] " + (vclock ? "present" : "absent") +
+                     (vclock && ve == vdso ? ", right below the vDSO" : "");
+  MESSAGE(seen);
+  for (int kind : {TKC_PV_KVM, TKC_PV_HYPERV}) {
+    CAPTURE(kind);
+    int before = open_fds();
+    int absent_q = -1, absent_s = -1, absent_a = -1;
+    uintptr_t q = tkc_pv_locate(kind, TKC_PV_FIND_QUERY, &absent_q);
+    uintptr_t s = tkc_pv_locate(kind, TKC_PV_FIND_SCAN, &absent_s);
+    uintptr_t a = tkc_pv_locate(kind, TKC_PV_FIND_ANY, &absent_a);
+    CHECK(open_fds() == before);
+    // the text finds the named mapping's page whenever the text names it
+    if (vclock) CHECK(s == vs + (kind == TKC_PV_KVM ? 0 : (uintptr_t)pg));
+    // asked by address: the same page, or no answer (never another page)
+    if (q != 0) CHECK(q == s);
+    if (q == 0) CHECK(absent_q == TKC_PV_ABSENT_NO_MAPPING);
+    // and it answers wherever it can: a kernel that answers, the named
+    // mapping right below the vDSO
+    if (answers && vclock && ve == vdso) CHECK(q == s);
+    MESSAGE("kind " << kind << ": by address " << q << ", by the text " << s);
+    CHECK(a == s);
+    if (s == 0) CHECK(absent_s != TKC_PV_ABSENT_NOT_TRIED);
+  }
+}
+
+TEST_CASE("the readability proofs: a path name's copy and a pipe agree, never a false yes") {
+  Pages p;
+  REQUIRE(p.base != nullptr);
+  uintptr_t gone = unmapped_page();
+  REQUIRE(gone != 0);
+  struct Case {
+    const char *what;
+    uintptr_t addr;
+    int readable;  // -1: the path may say 0 where the pipe says 1 (documented)
+  } cases[] = {
+      {"a zero page", p.at(0), 1},
+      {"a page naming '/' at +4", p.at(1), 1},
+      {"a page naming a relative path at +4", p.at(2), 1},
+      {"a PROT_NONE page", p.at(3), 0},
+      {"a page whose name runs into a PROT_NONE page", p.at(4), -1},
+      {"an unmapped page", gone, 0},
+      {"a kernel address", ~(uintptr_t)0 - 4095u, 0},
+  };
+  int before = open_fds();
+  for (const Case &c : cases) {
+    CAPTURE(c.what);
+    int path = tkc_pv_readable(c.addr, TKC_PV_PROVE_PATH);
+    int pipe = tkc_pv_readable(c.addr, TKC_PV_PROVE_PIPE);
+    int any = tkc_pv_readable(c.addr, TKC_PV_PROVE_ANY);
+    if (c.readable >= 0) {
+      CHECK(path == c.readable);
+      CHECK(pipe == c.readable);
+      CHECK(any == c.readable);
+    } else {
+      CHECK(pipe == 1);
+      CHECK(path == 0);  // a no, never a false yes
+    }
+  }
+  // the machine's own clock pages, where the maps name them: both proofs
+  // give one answer (page 1 is mapped only under Hyper-V's clocksource)
+  uintptr_t vs = 0, ve = 0;
+  if (maps_entry("[vvar_vclock]", &vs, &ve)) {
+    long pg = sysconf(_SC_PAGESIZE);
+    for (uintptr_t a = vs; a < ve; a += (uintptr_t)pg) {
+      int path = tkc_pv_readable(a, TKC_PV_PROVE_PATH);
+      int pipe = tkc_pv_readable(a, TKC_PV_PROVE_PIPE);
+      MESSAGE("[vvar_vclock] page " << (a - vs) / (uintptr_t)pg << ": readable " << pipe);
+      CHECK(path == pipe);
+    }
+  }
+  CHECK(open_fds() == before);
+}
+
+TEST_CASE("a seccomp filter that answers faccessat itself: the pipe decides, not its errno") {
+  // In a child: faccessat answered with ENOENT by a filter, as a sandbox
+  // may; an unmapped page must still be found unreadable.
+  uintptr_t gone = unmapped_page();
+  REQUIRE(gone != 0);
+  int fd[2];
+  REQUIRE(pipe(fd) == 0);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    close(fd[0]);
+    struct sock_filter prog[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_faccessat, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOENT & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog fp = {(unsigned short)(sizeof prog / sizeof prog[0]), prog};
+    int res[3] = {-9, -9, -9};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp) == 0) {
+      res[0] = tkc_pv_readable(gone, TKC_PV_PROVE_PATH);
+      res[1] = tkc_pv_readable(gone, TKC_PV_PROVE_ANY);
+      static char page[64];
+      res[2] = tkc_pv_readable((uintptr_t)page, TKC_PV_PROVE_ANY);
+    }
+    ssize_t w = write(fd[1], res, sizeof res);
+    _exit(w == (ssize_t)sizeof res ? 0 : 1);
+  }
+  close(fd[1]);
+  int res[3] = {0, 0, 0};
+  ssize_t got = read(fd[0], res, sizeof res);
+  close(fd[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  REQUIRE(got == (ssize_t)sizeof res);
+  if (res[0] == -9) {
+    MESSAGE("skipped: no seccomp filter could be installed here (an emulator, or a sandbox)");
+    return;
+  }
+  CHECK(res[0] == -1);  // the path's proof has no answer
+  CHECK(res[1] == 0);   // the pipe's: not readable
+  CHECK(res[2] == 1);   // and a readable page still is
 }
