@@ -224,32 +224,44 @@ static void tkc_x86_decode_leaves(tickclock_cpuid_fn fn, void *ctx, tickclock_x8
       out->invariant_known = 1;
       out->invariant_tsc = (r.edx >> 8) & 1;
     }
-    if (out->max_ext_leaf >= 0x80000004u) {
-      char raw[49];
-      uint32_t l;
-      size_t i = 0, start = 0;
-      for (l = 0; l < 3; l++) {
-        tkc_x86_leaf(fn, ctx, 0x80000002u + l, 0, out->max_ext_leaf, &r);
-        tkc_x86_bytes(raw + 16 * l + 0, r.eax);
-        tkc_x86_bytes(raw + 16 * l + 4, r.ebx);
-        tkc_x86_bytes(raw + 16 * l + 8, r.ecx);
-        tkc_x86_bytes(raw + 16 * l + 12, r.edx);
-      }
-      raw[48] = '\0';
-      while (raw[start] == ' ') start++;
-      for (i = 0; raw[start + i] != '\0'; i++) out->brand[i] = raw[start + i];
-      out->brand[i] = '\0';
-      while (i > 0 && out->brand[i - 1] == ' ') out->brand[--i] = '\0';
-      tkc_x86_printable(out->brand);
-    }
   }
   if (out->hypervisor) tkc_x86_decode_hv(fn, ctx, out);
 }
 
-void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out) {
+/* CPUID.80000002H..80000004H: the brand string, leading and trailing
+ * blanks removed (facts decoded before: max_ext_leaf). */
+void tkc_x86_decode_brand(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out) {
+  tickclock_cpuid_regs r;
+  char raw[49];
+  uint32_t l;
+  size_t i = 0, start = 0;
+  out->brand[0] = '\0';
+  if (out->max_ext_leaf < 0x80000004u) return;
+  for (l = 0; l < 3; l++) {
+    memset(&r, 0, sizeof r);
+    tkc_x86_leaf(fn, ctx, 0x80000002u + l, 0, out->max_ext_leaf, &r);
+    tkc_x86_bytes(raw + 16 * l + 0, r.eax);
+    tkc_x86_bytes(raw + 16 * l + 4, r.ebx);
+    tkc_x86_bytes(raw + 16 * l + 8, r.ecx);
+    tkc_x86_bytes(raw + 16 * l + 12, r.edx);
+  }
+  raw[48] = '\0';
+  while (raw[start] == ' ') start++;
+  for (i = 0; raw[start + i] != '\0'; i++) out->brand[i] = raw[start + i];
+  out->brand[i] = '\0';
+  while (i > 0 && out->brand[i - 1] == ' ') out->brand[--i] = '\0';
+  tkc_x86_printable(out->brand);
+}
+
+void tkc_x86_decode_timing(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out) {
   memset(out, 0, sizeof *out);
   tkc_x86_decode_leaves(fn, ctx, out);
   tickclock_x86_claims(out);
+}
+
+void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out) {
+  tkc_x86_decode_timing(fn, ctx, out);
+  tkc_x86_decode_brand(fn, ctx, out);
 }
 
 /* ---- frequency rules ------------------------------------------------------ */

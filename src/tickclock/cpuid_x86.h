@@ -93,6 +93,11 @@ typedef struct tickclock_x86_facts {
 
 /* Decodes every leaf fn answers into out, then its claims. */
 TKC_INTERNAL void tickclock_x86_decode(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out);
+/* The same without the brand string (three CPUID exits under a
+ * hypervisor that no decision needs), and the brand string alone, after
+ * the rest. */
+TKC_INTERNAL void tkc_x86_decode_timing(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out);
+TKC_INTERNAL void tkc_x86_decode_brand(tickclock_cpuid_fn fn, void *ctx, tickclock_x86_facts *out);
 /* f's claims from its facts (what decoding ends with; again after a test
  * edits the facts). */
 TKC_INTERNAL void tickclock_x86_claims(tickclock_x86_facts *f);

@@ -9,21 +9,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Cost of one read: the minimum over batches of 256 reads, timed with
+/* Cost of one read: the least over batches of 128 reads, timed with
  * CLOCK_MONOTONIC_RAW (a trapped read costs microseconds, a real one tens
- * of nanoseconds, so the batch is long enough to tell them apart). */
+ * of nanoseconds, so a batch is long enough to tell them apart). An
+ * interrupt or a preemption only lengthens a batch, so once the two least
+ * of at least three batches lie within 10 % of each other, the least is
+ * an undisturbed one unless every batch so far was disturbed alike (two
+ * batches would stop on two alike disturbed ones): it stops there (384
+ * reads, 4 us of TSC reads on the PVM guest where the four batches of 256
+ * before took 11 us); else up to 8 batches, the 1024 reads of before. */
+#define TKC_READ_BATCH 128
+#define TKC_READ_BATCHES 8
 double tkc_measure_read_ns(uint64_t (*rd)(void)) {
-  double best = 0;
+  double best = 0, second = 0;
   int batch, i;
-  for (batch = 0; batch < 4; batch++) {
+  for (batch = 0; batch < TKC_READ_BATCHES; batch++) {
     uint64_t t0 = tkc_p_raw_ns(), t1;
     uint64_t sink = 0;
     double per;
-    for (i = 0; i < 256; i++) sink += rd();
+    for (i = 0; i < TKC_READ_BATCH; i++) sink += rd();
     t1 = tkc_p_raw_ns();
-    per = (double)(t1 - t0) / 256.0;
-    if (batch == 0 || per < best) best = per;
-    if (sink == 1) best += 0; /* keep the reads */
+    per = (double)(t1 - t0) / (double)TKC_READ_BATCH;
+    if (sink == 1) per += 0; /* keep the reads */
+    if (batch == 0 || per < best) {
+      second = best;
+      best = per;
+    } else if (batch == 1 || per < second) {
+      second = per;
+    }
+    if (batch >= 2 && second <= best * 1.1) break;
   }
   return best;
 }
@@ -83,6 +97,38 @@ static void tkc_gather_nominal(tickclock_freq *f) {
 #endif
 }
 
+#if defined(__linux__)
+static void tkc_read_available(tickclock_evidence *ev) {
+  ev->available_known = tkc_p_read_line(TKC_SYSFS_AVAILABLE_CLOCKSOURCE, ev->available_clocksource,
+                                        sizeof ev->available_clocksource);
+}
+
+/* Whether the decision reads the kernel's list of clocksources: the TSC
+ * refused as the kernel's clocksource, and no paravirtual page that
+ * states its rate (trust.c: whether the kernel still offers 'tsc'). */
+static int tkc_available_needed(const tickclock_evidence *ev) {
+  tickclock_freq c;
+  if (ev->arch_counter != TICKCLOCK_SOURCE_TSC || !ev->clocksource_known ||
+      strcmp(ev->clocksource, "tsc") == 0)
+    return 0;
+  tkc_pv_claim(&ev->pv, ev->clocksource, &c);
+  return !c.ok;
+}
+#endif
+
+/* What gathering leaves out because no decision reads it (the kernel's
+ * list of clocksources where the TSC is its clock, CPUID's brand string),
+ * for the probe's report. */
+void tkc_gather_rest(tickclock_evidence *ev) {
+#if defined(__linux__)
+  if (!ev->available_known) tkc_read_available(ev);
+#endif
+#if defined(TKC_X86)
+  tkc_x86_decode_brand(tkc_p_cpuid, NULL, &ev->x86);
+#endif
+  (void)ev;
+}
+
 void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev) {
   const char *env;
   char dummy[TICKCLOCK_REASON_LEN];
@@ -105,15 +151,15 @@ void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev) {
   ev->arch_counter = TKC_ARCH_COUNTER;
 #endif
 #if defined(TKC_X86)
-  tickclock_x86_decode(tkc_p_cpuid, NULL, &ev->x86);
+  /* the brand string is three more exits to the hypervisor, and no
+   * decision reads it: tkc_gather_rest's */
+  tkc_x86_decode_timing(tkc_p_cpuid, NULL, &ev->x86);
 #endif
 
 #if defined(__linux__)
   ev->os_linux = 1;
   ev->clocksource_known =
       tkc_p_read_line(TKC_SYSFS_CURRENT_CLOCKSOURCE, ev->clocksource, sizeof ev->clocksource);
-  ev->available_known = tkc_p_read_line(TKC_SYSFS_AVAILABLE_CLOCKSOURCE, ev->available_clocksource,
-                                        sizeof ev->available_clocksource);
 #if defined(TKC_X86)
   /* ~100 us (a syscall, an mmap): only where the page can hold a TSC
    * conversion, i.e. when the kernel's clock runs on the TSC (with a
@@ -127,6 +173,8 @@ void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev) {
       tkc_pv_kind_of(ev->clocksource) != TKC_PV_NONE)
     tkc_p_pvclock(tkc_pv_kind_of(ev->clocksource), &ev->pv);
 #endif
+  /* the kernel's list of clocksources: only where the decision reads it */
+  if (tkc_available_needed(ev)) tkc_read_available(ev);
 #endif
 
   env = tkc_p_getenv("TICKCLOCK_SOURCE");

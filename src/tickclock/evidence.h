@@ -90,6 +90,10 @@ TKC_INTERNAL int tkc_pv_same(const tickclock_pvclock_page *a, const tickclock_pv
 
 /* Impure gathering, through the platform. */
 TKC_INTERNAL void tkc_gather(const tickclock_config *cfg, tickclock_evidence *ev);
+/* What tkc_gather leaves out because no decision reads it (the kernel's
+ * list of clocksources where the TSC is its clock or a clock page states
+ * the rate, CPUID's brand string): the probe's report asks for it. */
+TKC_INTERNAL void tkc_gather_rest(tickclock_evidence *ev);
 TKC_INTERNAL double tkc_measure_read_ns(uint64_t (*rd)(void)); /* min over batches */
 
 #ifdef __cplusplus

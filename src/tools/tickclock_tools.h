@@ -86,7 +86,9 @@ TKC_INLINE uint64_t tkt_x86_rdtscp(uint32_t *aux) {
 /* ---- the core's window ---------------------------------------------------------- */
 
 /* Gathers the evidence the automatic choice would decide from (no
- * configuration: the environment override is read as at first use). */
+ * configuration: the environment override is read as at first use), and
+ * what the first use leaves out since no decision reads it (the kernel's
+ * list of clocksources, CPUID's brand string). */
 void tkt_gather(tickclock_evidence *ev);
 /* The decider on recorded or gathered evidence: fills *out as
  * tickclock_info_get() would; returns 0, or non-zero when the counter

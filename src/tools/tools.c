@@ -13,7 +13,10 @@ uint64_t tkt_counter_read(void) { return tkc_arch_read(); }
 uint64_t tkt_counter_read_ordered(void) { return tkc_arch_read_ordered(); }
 #endif
 
-void tkt_gather(tickclock_evidence *ev) { tkc_gather(NULL, ev); }
+void tkt_gather(tickclock_evidence *ev) {
+  tkc_gather(NULL, ev);
+  tkc_gather_rest(ev);
+}
 
 int tkt_decide(const tickclock_evidence *ev, tickclock_info *out) {
   return tickclock_decide(ev, out);

@@ -1174,3 +1174,68 @@ TEST_CASE("the OS clock's direct read is on exactly while the state is its ticks
   CHECK(tkc_g_os_direct == 0);
   CHECK(tkc_g_state == nullptr);
 }
+
+namespace {
+// A read for tkc_measure_read_ns: cost_ns of fake time each, plus a stall
+// before the reads listed (1-based), counted.
+struct Timed {
+  FakeWorld *w = nullptr;
+  uint64_t cost_ns = 10, calls = 0, stall_ns = 0;
+  std::vector<uint64_t> stall_at;  // read numbers
+  uint64_t every = 0;              // and a stall before every every-th read (0: none)
+};
+Timed g_timed;
+uint64_t timed_read() {
+  Timed &t = g_timed;
+  t.calls++;
+  for (uint64_t k : t.stall_at)
+    if (k == t.calls) t.w->now_ns += t.stall_ns;
+  if (t.every != 0 && t.calls % t.every == 0) t.w->now_ns += t.stall_ns;
+  t.w->now_ns += t.cost_ns;
+  return t.w->now_ns;
+}
+double measure(Installed &f, uint64_t cost, uint64_t stall, std::vector<uint64_t> at,
+               uint64_t every = 0) {
+  g_timed = Timed();
+  g_timed.w = &f.w;
+  g_timed.cost_ns = cost;
+  g_timed.stall_ns = stall;
+  g_timed.stall_at = at;
+  g_timed.every = every;
+  return tkc_measure_read_ns(timed_read);
+}
+}  // namespace
+
+// The read-cost check's measurement: the least over batches, which
+// stops as soon as the two least of three or more agree (an undisturbed
+// read is measured in three, 384 reads), is not fooled by an interrupt or
+// a preemption in any batch while one batch is left undisturbed (two
+// stalled alike in a row included), and never reads more than 1024 times.
+TEST_CASE("the read cost: agreeing batches suffice, a stall in some batches is not the cost") {
+  Installed f;
+  tkc_set_platform(&f.p);
+  // the fake CLOCK_MONOTONIC_RAW read around a batch costs os_cost_ns: a
+  // batch of n reads of c ns measures c + os_cost_ns / n
+  double steady = measure(f, 10, 0, {});
+  CHECK(steady >= 10.0);
+  CHECK(steady < 10.5);
+  CHECK(g_timed.calls == 384);
+  // a 50 us stall in the first batch, the second, both, and three of four
+  for (auto at : std::vector<std::vector<uint64_t>>{{1}, {129}, {1, 129}, {1, 129, 385}}) {
+    CAPTURE(at.size());
+    double c = measure(f, 10, 50000, at);
+    CHECK(c < 10.5);
+    CHECK(g_timed.calls <= 1024);
+    CHECK(g_timed.calls > 128 * at.size());  // one more batch than were stalled, at least
+  }
+  // a stall in every batch is the cost (nothing tells it from a slower
+  // read), found in no more reads
+  double every = measure(f, 10, 5000, {}, 100);
+  CHECK(every > 10.5);
+  CHECK(g_timed.calls <= 1024);
+  // a trapped read (2 us each) is measured as one
+  double trapped = measure(f, 2000, 0, {});
+  CHECK(trapped >= 2000.0);
+  CHECK(trapped < 2001.0);
+  tkc_set_platform(NULL);
+}

@@ -423,4 +423,62 @@ TEST_SUITE("x86") {
     CHECK(tickclock_revalidate() == TICKCLOCK_SWITCHED);  // the next check sees it
     CHECK(tickclock_info_get()->source == TICKCLOCK_SOURCE_SYSTEM);
   }
+
+  // The first use reads only what its decision reads: the kernel's list
+  // of clocksources only where the TSC is not the kernel's clock and no
+  // page states its rate, CPUID's brand string never; the probe's
+  // gathering (tkc_gather_rest) reads both.
+  TEST_CASE(
+      "the kernel's list of clocksources and the brand: read only where a decision needs them") {
+    if (fake::x86_only("the kvm-clock page")) return;
+    {
+      Guest g;  // a stable page: its rate, no list
+      const tickclock_info *i = g.start();
+      CHECK(i->source == TICKCLOCK_SOURCE_TSC);
+      CHECK(g.w.available_reads == 0);
+    }
+    {
+      Guest g;  // the kernel's clock is the TSC: no list
+      g.w.clocksource = "tsc";
+      g.w.available = "tsc kvm-clock";
+      const tickclock_info *i = g.start();
+      CHECK(i->source == TICKCLOCK_SOURCE_TSC);
+      CHECK(g.w.available_reads == 0);
+    }
+    {
+      Guest g;  // a page failing a check: the list decides, and the reason quotes it
+      g.w.pv.flags = 0;
+      const tickclock_info *i = g.start();
+      INFO(i->why);
+      CHECK(i->source == TICKCLOCK_SOURCE_SYSTEM);
+      CHECK(g.w.available_reads == 1);
+      const tickclock_candidate *t = tsc(i);
+      REQUIRE(t != nullptr);
+      CHECK(has(t->reason, "does not offer 'tsc' (available: 'kvm-clock')"));
+    }
+    {
+      Guest g;  // no page at all, and 'tsc' offered: the list is what is left to decide on
+      g.w.pv_mapped = 0;
+      g.w.available = "kvm-clock tsc";
+      const tickclock_info *i = g.start();
+      INFO(i->why);
+      CHECK(g.w.available_reads == 1);
+      const tickclock_candidate *t = tsc(i);
+      REQUIRE(t != nullptr);
+      CHECK(has(t->reason, "prefers the paravirtual clock 'kvm-clock'"));
+    }
+    {
+      Guest g;
+      tkc_set_platform(&g.p);
+      tickclock_evidence ev;
+      tkc_gather(NULL, &ev);
+      CHECK(ev.available_known == 0);
+      CHECK(ev.x86.brand[0] == '\0');
+      CHECK(g.w.available_reads == 0);
+      tkc_gather_rest(&ev);
+      CHECK(ev.available_known == 1);
+      CHECK(std::string(ev.available_clocksource) == "kvm-clock");
+      CHECK(std::string(ev.x86.brand) == "Fake(R) CPU 9E @ 2.50GHz");
+    }
+  }
 }

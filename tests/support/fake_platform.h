@@ -149,6 +149,7 @@ struct FakeWorld {
   uint64_t stated_hz = 0;
   void state_rate() { stated_hz = hz(); }
   int sysfs_missing = 0;
+  uint64_t available_reads = 0;  // reads of available_clocksource
   int prctl_mode = TICKCLOCK_PRCTL_ENABLED;
   // With prctl_mode == SIGSEGV a real RDTSC traps, and so does the vDSO's
   // clock_gettime (it executes RDTSC with clocksource tsc): every such call
@@ -333,6 +334,13 @@ inline int cpuid(void *ctx, uint32_t leaf, uint32_t sub, tickclock_cpuid_regs *r
     case 0x80000001u:
       r->edx = w->rdtscp ? 1u << 27 : 0;
       break;
+    case 0x80000002u:
+    case 0x80000003u:
+    case 0x80000004u: {  // the brand string, 16 bytes a leaf
+      static const char brand[49] = "  Fake(R) CPU 9E @ 2.50GHz";
+      memcpy(r, brand + 16 * (leaf - 0x80000002u), 16);
+      break;
+    }
     case 0x80000007u:
       r->edx = w->invariant ? 1u << 8 : 0;
       break;
@@ -357,7 +365,7 @@ inline int read_line(void *ctx, const char *path, char *buf, size_t n) {
   if (strstr(path, "current_clocksource"))
     v = w->clocksource;
   else if (strstr(path, "available_clocksource"))
-    v = w->available;
+    v = w->available, w->available_reads++;
   else
     return 0;
   tkc_strlcpy(buf, v.c_str(), n);
