@@ -245,17 +245,26 @@ int tkc_publish(const tickclock_info *st, const tickclock_info *old, int trust, 
    * current state is stale (a frame interrupted by a handler that forked,
    * whose child published in the meantime) publishes nothing. */
   if (old != TKC_LOAD_ACQUIRE(&tkc_g_state)) return TICKCLOCK_EBUSY;
-  if (counter && tkc_spare == NULL) {
-    tkc_spare = tkc_take_slot(may_alloc);
-    if (tkc_spare == NULL) return tkc_no_slot();
-  }
+  /* the state's slot first, then the spare: the first state lands in the
+   * first static slot, beside the decision just written, rather than a
+   * slot further on (two page faults fewer at first use on the PVM guest,
+   * 10 us each) */
   if (use_spare && tkc_spare != NULL && !counter) {
     slot = tkc_spare;
     tkc_spare = NULL;
   } else {
     slot = tkc_take_slot(may_alloc);
   }
-  if (slot == NULL) return tkc_no_slot(); /* the spare stays reserved */
+  if (slot == NULL) return tkc_no_slot(); /* a spare stays reserved */
+  if (counter && tkc_spare == NULL) {
+    tkc_spare = tkc_take_slot(may_alloc);
+    if (tkc_spare == NULL) {
+      /* no spare: nothing published, the slot back among the ready ones
+       * (there is room: it came from them, or they were empty) */
+      tkc_ready[tkc_n_ready++] = slot;
+      return tkc_no_slot();
+    }
+  }
   memcpy(slot, st, sizeof *slot);
   slot->generation = ++tkc_generation;
   if (counter && slot->uncertainty_ppm < TKC_MIN_UNCERTAINTY_PPM)
