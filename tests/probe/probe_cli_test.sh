@@ -77,6 +77,13 @@ check "report text: the duration bound of 1 ms and 1 s" grep -q "^  duration bou
 check "report json: the duration bound grows with the interval" json_has "$tmp/report.json" \
   "0 < d['duration_bound_ns']['interval_1ms'] <= d['duration_bound_ns']['interval_1s']"
 check "schema: report --json" schema_ok "$tmp/report.json"
+# the kernel's list of clocksources, which the first use reads only where
+# its decision does: the report has it wherever the file can be read
+avail_file=/sys/devices/system/clocksource/clocksource0/available_clocksource
+if [[ -r $avail_file ]]; then
+  check "report json: the kernel's list of clocksources as the file states it" json_has "$tmp/report.json" \
+    "d['available_clocksource'] == open('$avail_file').read().strip()"
+fi
 check "report json: envelope (schema_version, tool_version, command, host)" json_has "$tmp/report.json" \
   "d['schema_version'] == 2 and d['command'] == 'report' and set(d['host']) == {'kernel_release','cpu_model','hypervisor','clocksource'} and d['host']['kernel_release'] == __import__('os').uname().release"
 # `report` is a subcommand (the same as none); `help` is --help
