@@ -15,6 +15,10 @@
  *    library was loaded after threads started (dlopen) the first use
  *    registers them; and a child that still finds the word held by a
  *    thread that is not in its process (tgkill says so) takes it over.
+ *  - errno: the holder's errno as it took the lock is put back as it
+ *    releases it, so nothing done under the lock (a sysfs file that is
+ *    not there, the clock page's readability proof, which fails on
+ *    purpose) reaches the caller, as clock_gettime leaves errno alone.
  *  - cancellation: a blocking tkc_lock() disables deferred cancellation
  *    until tkc_unlock(), so a thread cancelled in a cancellation point
  *    under the lock (calibration's nanosleep, a sysfs read) unwinds only
@@ -24,10 +28,11 @@
  */
 #include "state.h"
 
+#include <errno.h>
+
 #if defined(_WIN32)
 #include <windows.h>
 #else
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -39,6 +44,7 @@
 #endif
 
 static TKC_SHARED int tkc_lock_word = 0; /* 0 free, else the owner */
+static int tkc_errno_held = 0;           /* the holder's errno as it took the lock */
 
 /* The calling thread's id, or 0 where there is none to be had (then a
  * re-entered lock cannot be recognised; Linux and Windows have one). */
@@ -93,6 +99,7 @@ static int tkc_cancel_saved = 0;
 /* 1: taken. 0: this thread holds it already (a signal handler interrupted
  * the library): the caller must not wait and must not unlock. */
 int tkc_lock(void) {
+  int err = errno;
   int me = tkc_self();
   unsigned spins = 0;
 #if !defined(_WIN32)
@@ -109,6 +116,7 @@ int tkc_lock(void) {
 #if !defined(_WIN32)
       if (saved) pthread_setcancelstate(old, NULL);
 #endif
+      errno = err;
       return 0;
     }
     if (owner != 0 && (spins & 63u) == 63u && tkc_owner_gone(owner) &&
@@ -120,12 +128,15 @@ int tkc_lock(void) {
   tkc_cancel_old = old;
   tkc_cancel_saved = saved;
 #endif
+  tkc_errno_held = err;
   return 1;
 }
 
 int tkc_trylock(void) {
+  int err = errno;
   int me = tkc_self();
   if (TKC_CAS_INT((int *)&tkc_lock_word, 0, me ? me : 1)) {
+    tkc_errno_held = err;
 #if !defined(_WIN32)
     tkc_cancel_saved = 0; /* nothing to restore */
 #endif
@@ -139,6 +150,7 @@ void tkc_unlock(void) {
   int restore = tkc_cancel_saved, old = tkc_cancel_old;
   tkc_cancel_saved = 0;
 #endif
+  errno = tkc_errno_held; /* this thread's, put back before another takes the lock */
   TKC_STORE_RELEASE(&tkc_lock_word, 0);
 #if !defined(_WIN32)
   if (restore) pthread_setcancelstate(old, NULL);

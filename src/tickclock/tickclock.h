@@ -101,6 +101,10 @@
  *    holds its lock (calibration sleeps, sysfs reads), so a cancelled
  *    thread never leaves it held; it is acted on at the next cancellation
  *    point after the call.
+ *  - errno: every call leaves it as it was (as clock_gettime does), even
+ *    where the library's own system calls failed inside, a first use's
+ *    included: a program may time a call between a failure and its report
+ *    of errno.
  *  - Descriptors: the library keeps none open between calls (each file is
  *    opened, read and closed, close-on-exec), so a program that closes
  *    its descriptors and reuses the numbers is never read or moved.
