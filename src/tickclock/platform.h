@@ -177,8 +177,9 @@ TKC_INTERNAL void tkc_native_perf_page(tickclock_perf_page *pp);
  * call finds it through /proc/self/maps and proves it readable without
  * touching it (the kernel maps it only while a paravirtual clocksource has
  * been used, and a read of it unmapped raises SIGBUS); every descriptor
- * it opened is closed before returning; later calls read the page found,
- * without a system call. */
+ * it opened is closed before returning; under a seccomp filter only with
+ * the system calls it always made (the maps' text, a pipe); later calls
+ * read the page found, without a system call. */
 TKC_INTERNAL void tkc_native_pvclock(int kind, tickclock_pvclock_page *pv);
 #if defined(__linux__) && defined(TKC_X86)
 /* The two steps of the first call, each way exposed for the tests:
@@ -188,8 +189,8 @@ TKC_INTERNAL void tkc_native_pvclock(int kind, tickclock_pvclock_page *pv);
 #define TKC_PV_FIND_QUERY 1 /* PROCMAP_QUERY for the mapping below the vDSO */
 #define TKC_PV_FIND_SCAN 2  /* the text of /proc/self/maps */
 TKC_INTERNAL uintptr_t tkc_pv_locate(int kind, int how, int *absent);
-#define TKC_PV_PROVE_ANY 0  /* a path name copied from it, then a pipe */
-#define TKC_PV_PROVE_PATH 1 /* faccessat's copy of a path name */
+#define TKC_PV_PROVE_ANY 0  /* the copy's yes, else the pipe's answer */
+#define TKC_PV_PROVE_COPY 1 /* rt_sigprocmask's copy of a signal set from it */
 #define TKC_PV_PROVE_PIPE 2 /* write(2) of it into a pipe */
 TKC_INTERNAL int tkc_pv_readable(uintptr_t addr, int how);
 /* One consistent read of a page of kind at addr (an even version, the

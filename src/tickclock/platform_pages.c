@@ -194,35 +194,38 @@ uintptr_t tkc_pv_locate(int kind, int how, int *absent) {
 
 /* Is the page at addr readable? Asked of the kernel, never by touching
  * it: a page the kernel will not map raises SIGBUS when read. 1 yes, 0
- * no, -1 no answer (no pipe).
- *   TKC_PV_PROVE_PATH: faccessat copies a path name from addr + 4 before
- *   anything else, and fails with EFAULT instead of raising the signal
- *   when the page is not mapped. Both pages hold a zero word there
- *   (pvclock's pad0, the Hyper-V page's reserved1): the name is empty,
- *   ENOENT, nothing is looked up (other bytes would name a path relative
- *   to the descriptor -1: EBADF; a leading '/' would be looked up from
- *   the root, harmlessly). A kernel address is asked first: its EFAULT
- *   shows the call really copies, since a seccomp filter answering every
- *   faccessat with an errno of its own would pass for a readable page.
- *   Two calls, no descriptor; -1 when that proof fails.
- *   TKC_PV_PROVE_PIPE: the kernel copies the page into a pipe (EFAULT
- *   likewise); both ends closed before returning.
- *   TKC_PV_PROVE_ANY: the path, then the pipe if the path has no answer. */
+ * no, -1 no answer.
+ *   TKC_PV_PROVE_COPY: rt_sigprocmask copies the 8-byte set at addr before
+ *   it looks at how, so with an invalid how it fails with EINVAL where the
+ *   page is readable and EFAULT where it is not, raising no signal and
+ *   changing no mask. No path, no descriptor, and a call every sandbox
+ *   allows and no path supervisor answers. A kernel address is asked
+ *   first: its EFAULT shows the copy comes before the check (a filter or
+ *   an emulator answering with an errno of its own, or checking how first,
+ *   has no answer).
+ *   TKC_PV_PROVE_PIPE: the kernel copies the page into a pipe, EFAULT
+ *   likewise; both ends closed before returning.
+ *   TKC_PV_PROVE_ANY: the copy's yes; its no, or no answer, is asked of
+ *   the pipe (a tool that emulates the call by reading this process's
+ *   memory from outside cannot read the clock pages, and would say no). */
+#define TKC_PV_BAD_HOW 0x7fff
 int tkc_pv_readable(uintptr_t addr, int how) {
   int p[2];
   ssize_t w;
   if (how != TKC_PV_PROVE_PIPE) {
-#if defined(SYS_faccessat)
-    long r;
+    int r = -1;
+#if defined(SYS_rt_sigprocmask)
+    long c;
     errno = 0;
-    r = syscall(SYS_faccessat, -1, (const char *)(~(uintptr_t)0 - 4095u), F_OK);
-    if (r < 0 && errno == EFAULT) {
+    c = syscall(SYS_rt_sigprocmask, TKC_PV_BAD_HOW, (const void *)(~(uintptr_t)0 - 4095u), NULL,
+                (size_t)8);
+    if (c < 0 && errno == EFAULT) {
       errno = 0;
-      r = syscall(SYS_faccessat, -1, (const char *)(addr + 4), F_OK);
-      return !(r < 0 && errno == EFAULT);
+      c = syscall(SYS_rt_sigprocmask, TKC_PV_BAD_HOW, (const void *)addr, NULL, (size_t)8);
+      r = c < 0 && errno == EINVAL ? 1 : c < 0 && errno == EFAULT ? 0 : -1;
     }
 #endif
-    if (how == TKC_PV_PROVE_PATH) return -1;
+    if (how == TKC_PV_PROVE_COPY || r == 1) return r;
   }
 #if defined(SYS_pipe2)
   if (syscall(SYS_pipe2, p, O_CLOEXEC) != 0) return -1;
@@ -235,6 +238,19 @@ int tkc_pv_readable(uintptr_t addr, int how) {
   close(p[0]);
   close(p[1]);
   return w == 64;
+}
+
+/* Whether a seccomp filter judges this process's system calls (Linux
+ * 3.5): 1 also when the kernel will not say. There the first search
+ * makes only the calls it made before the faster ways came (the maps'
+ * text and the pipe): a filter that traps what it did not expect (an
+ * ioctl it does not know) would kill the program. */
+static int tkc_filtered(void) {
+#if defined(PR_GET_SECCOMP)
+  return prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0;
+#else
+  return 1;
+#endif
 }
 
 /* A field of a page another writer (the host) changes under us, read as
@@ -295,9 +311,10 @@ void tkc_native_pvclock(int kind, tickclock_pvclock_page *pv) {
    * handler) */
   a = TKC_LOAD_ACQUIRE(&tkc_g_pv_addr[kind]);
   if (a == 0) {
-    a = tkc_pv_locate(kind, TKC_PV_FIND_ANY, &pv->absent);
+    int filtered = tkc_filtered();
+    a = tkc_pv_locate(kind, filtered ? TKC_PV_FIND_SCAN : TKC_PV_FIND_ANY, &pv->absent);
     if (a == 0) return;
-    r = tkc_pv_readable(a, TKC_PV_PROVE_ANY);
+    r = tkc_pv_readable(a, filtered ? TKC_PV_PROVE_PIPE : TKC_PV_PROVE_ANY);
     if (r != 1) {
       pv->absent = r < 0 ? TKC_PV_ABSENT_NO_MAPS : TKC_PV_ABSENT_UNMAPPED;
       return;

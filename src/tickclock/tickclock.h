@@ -72,6 +72,11 @@
  *    (its state, the spare a counter state keeps and the slots reserved
  *    for the conversions are static) and reads the kernel's files with
  *    open/read/close, never stdio, holding no descriptor afterwards.
+ *    Under a seccomp filter it makes only system calls it has always
+ *    made (the README lists them): the paravirtual page is then found in
+ *    the maps' text and proved readable with a pipe, not by PROCMAP_QUERY
+ *    and rt_sigprocmask's copy, which a filter that traps what it does
+ *    not know would kill the program for.
  *  - Async-signal-safe once initialised: tickclock_now,
  *    tickclock_now_ordered, tickclock_to_ns, tickclock_delta_ns,
  *    tickclock_duration_get, tickclock_info_get (and the sampler's
