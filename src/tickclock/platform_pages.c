@@ -200,9 +200,12 @@ uintptr_t tkc_pv_locate(int kind, int how, int *absent) {
  *   page is readable and EFAULT where it is not, raising no signal and
  *   changing no mask. No path, no descriptor, and a call every sandbox
  *   allows and no path supervisor answers. A kernel address is asked
- *   first: its EFAULT shows the copy comes before the check (a filter or
- *   an emulator answering with an errno of its own, or checking how first,
- *   has no answer).
+ *   first: its EFAULT shows the copy comes before the check (a filter
+ *   answering with an errno of its own, or QEMU's user mode, which checks
+ *   how first, has no answer). An emulator that checks only its own map
+ *   of the memory and then how (valgrind) can say yes for a page that
+ *   would raise SIGBUS; it counts the clock pages as unaddressable, so
+ *   there its no sends the question to the pipe.
  *   TKC_PV_PROVE_PIPE: the kernel copies the page into a pipe, EFAULT
  *   likewise; both ends closed before returning.
  *   TKC_PV_PROVE_ANY: the copy's yes; its no, or no answer, is asked of

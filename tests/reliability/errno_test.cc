@@ -15,6 +15,8 @@
 #include "doctest/doctest.h"
 #include "internal.h"
 #include "tests/support/child.h"
+#include "tests/support/host_facts.h"
+#include "tests/support/skip.h"
 
 namespace {
 constexpr int kMark = EDOM;  // an errno no call of the library sets
@@ -80,6 +82,12 @@ TEST_CASE("every call leaves errno as it was: init, re-validation, conversions, 
 }
 
 TEST_CASE("a handler's reads during the first initialisation leave its errno as it was") {
+  if (tctest::qemu_user_x86()) {
+    // measured: 1 run in 4 ended "qemu: uncaught target signal 11" inside
+    // the emulator with a timer every millisecond
+    tctest::skip("a signal every millisecond during a first use: QEMU's user mode itself crashes");
+    return;
+  }
   check_clean(tctest::in_child(
       [] {
         tctest::handle_alarm(read_in_handler, SA_RESTART);

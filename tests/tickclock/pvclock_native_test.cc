@@ -30,6 +30,7 @@
 
 #include "doctest/doctest.h"
 #include "internal.h"
+#include "tests/support/host_facts.h"
 
 namespace {
 // A page as the host writes it: version odd, the fields, version even.
@@ -201,6 +202,17 @@ struct Pages {
   uintptr_t at(int i) const { return (uintptr_t)(base + (size_t)i * pg); }
 };
 
+// A page that is mapped but raises SIGBUS when read, as the clock pages
+// the kernel will not fill do: a page of an empty file (0: none).
+uintptr_t sigbus_page() {
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  int fd = (int)syscall(SYS_memfd_create, "tctest-empty", 0);
+  if (fd < 0) return 0;
+  void *p = mmap(nullptr, pg, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  return p == MAP_FAILED ? 0 : (uintptr_t)p;
+}
+
 // A page that is not mapped at all: mapped, then unmapped.
 uintptr_t unmapped_page() {
   size_t pg = (size_t)sysconf(_SC_PAGESIZE);
@@ -258,12 +270,21 @@ TEST_CASE("the readability proofs: a copy and a pipe agree, and the signal mask 
       {"a PROT_NONE page", p.at(3), 0},
       {"an unmapped page", gone, 0},
       {"a kernel address", ~(uintptr_t)0 - 4095u, 0},
+      // not under QEMU's user mode: it copies from its own map of the
+      // memory and dies of the SIGBUS (the library asks the pipe there:
+      // QEMU answers PR_GET_SECCOMP with EINVAL, taken for a filter)
+      {"a page past an empty file's end (SIGBUS when read)",
+       tctest::qemu_user_x86() ? 0 : sigbus_page(), 0},
   };
   sigset_t before_mask, after_mask;
   REQUIRE(pthread_sigmask(SIG_SETMASK, nullptr, &before_mask) == 0);
   int before = open_fds();
   for (const Case &c : cases) {
     CAPTURE(c.what);
+    if (c.addr == 0) {
+      MESSAGE("skipped here: " << c.what << " (emulated, or memfd_create refused)");
+      continue;
+    }
     int copy = tkc_pv_readable(c.addr, TKC_PV_PROVE_COPY);
     int pipe = tkc_pv_readable(c.addr, TKC_PV_PROVE_PIPE);
     int any = tkc_pv_readable(c.addr, TKC_PV_PROVE_ANY);
