@@ -419,26 +419,20 @@ TEST_CASE(
   // make before those faster ways came): it must live and find the same.
   for (int kind : {TKC_PV_KVM, TKC_PV_HYPERV}) {
     CAPTURE(kind);
+    // the search in a child, under the filter or not: kind, absent, filtered
+    auto search = [kind](bool filter) {
+      return [kind, filter](int *res) {
+        if (filter && trap_calls({SYS_ioctl, SYS_faccessat}) != 0) return;
+        tickclock_pvclock_page pv;
+        tkc_native_pvclock(kind, &pv);
+        res[0] = pv.kind;
+        res[1] = pv.absent;
+        res[2] = filter ? 1 : 0;
+      };
+    };
     int plain[3], filtered[3];
-    REQUIRE(in_child3(
-        [kind](int *res) {
-          tickclock_pvclock_page pv;
-          tkc_native_pvclock(kind, &pv);
-          res[0] = pv.kind;
-          res[1] = pv.absent;
-          res[2] = 0;
-        },
-        plain));
-    REQUIRE(in_child3(
-        [kind](int *res) {
-          if (trap_calls({SYS_ioctl, SYS_faccessat}) != 0) return;
-          tickclock_pvclock_page pv;
-          tkc_native_pvclock(kind, &pv);
-          res[0] = pv.kind;
-          res[1] = pv.absent;
-          res[2] = 1;
-        },
-        filtered));
+    REQUIRE(in_child3(search(false), plain));
+    REQUIRE(in_child3(search(true), filtered));
     if (filtered[2] == -9) {
       MESSAGE("skipped: no seccomp filter could be installed here (an emulator, or a sandbox)");
       return;
