@@ -28,8 +28,11 @@ for args in "abc" "2259" " 3000" "3000x" "3000|-1" "3000|1" "3000|0.5x" "3000|0.
   [ -z "$out" ] || fail "'$args': printed on stdout: $out"
 done
 
-ncpu=$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')
-if [ "$ncpu" -gt 1 ]; then
+is_count() { [[ "$1" =~ ^[0-9]+$ ]]; }
+ncpu=$(nproc) # the CPUs this process may run on
+if ! is_count "$ncpu"; then
+  fail "nproc gave '$ncpu'"
+elif [ "$ncpu" -gt 1 ]; then
   "$tool" 3000 >/dev/null 2>"$err"
   rc=$?
   [ "$rc" = 2 ] || fail "unpinned: exit $rc, expected 2"
@@ -42,9 +45,14 @@ run=$(taskset -c "$first_cpu" "$tool" 22600 2>"$err")
 rc=$?
 [ "$rc" = 0 ] || fail "pinned run: exit $rc ($(cat "$err"))"
 echo "$run"
-[ "$(wc -l <<<"$run")" = 5 ] || fail "pinned run: expected 5 lines"
-head -1 <<<"$run" | grep -Eq '^22600 iterations in .* run ([1-3]) of \1\)' ||
+# a header, a MEDIANS MOVED line where three runs could not settle, four
+# thresholds
+[ "$(grep -vc '^MEDIANS MOVED' <<<"$run")" = 5 ] || fail "pinned run: expected 5 lines"
+head -1 <<<"$run" | grep -Eq '^22600 iterations in [0-9.]+ ms \(TSC [0-9.]+ MHz, stamps (RDTSCP|LFENCE\+RDTSC); run [1-3], at most 3\); median iteration [0-9.]+ ns' ||
   fail "pinned run: header"
+# no threshold's spikes take more than the whole run
+grep -o '([0-9.]* % of the run' <<<"$run" | tr -d '(' | awk '$1 > 100 { bad = 1 } END { exit bad }' ||
+  fail "spikes above 100 % of the run"
 counts=$(grep -o '^excess > [0-9]* ns: [0-9]* spikes' <<<"$run" | awk '{print $5}')
 [ "$(wc -l <<<"$counts")" = 4 ] || fail "pinned run: expected 4 threshold lines"
 prev=""
@@ -60,7 +68,7 @@ import resource, subprocess, sys
 tool, cpu, n = sys.argv[1:]
 r = subprocess.run(["taskset", "-c", cpu, tool, n], stdout=subprocess.DEVNULL)
 if r.returncode != 0:
-    print(-1)
+    print("failed")
 else:
     print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 PY
@@ -68,8 +76,8 @@ PY
 small=$(rss 2260)
 large=$(rss 5000000)
 echo "peak memory: $small KB at 2 260 iterations, $large KB at 5 000 000"
-if [ "$small" -lt 0 ] || [ "$large" -lt 0 ]; then
-  fail "a run for the memory check failed"
+if ! is_count "$small" || ! is_count "$large"; then
+  fail "the memory check's runs gave '$small' and '$large' (python3 missing, or a run failed)"
 elif [ $((large - small)) -gt 8192 ]; then
   fail "memory grew by $((large - small)) KB for 5 M iterations (a stamp each would be 40 000)"
 fi
