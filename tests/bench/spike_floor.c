@@ -117,7 +117,7 @@ static double median_ticks(int kind) {
 
 /* The scan: n iterations, every span into g. Returns 0, or 2 when a read
  * failed or the thread moved. */
-static int scan(long n, int fd, int rdtscp, uint64_t *c0, uint64_t *c1) {
+static int scan(long n, int fd, int rdtscp) {
   static char buf[kPage];
   volatile uint64_t acc = 0;
   unsigned aux0 = 0, aux1 = 0;
@@ -125,7 +125,6 @@ static int scan(long n, int fd, int rdtscp, uint64_t *c0, uint64_t *c1) {
   int cpu0 = sched_getcpu();
   uint64_t prev = stamp(rdtscp, &aux0), last_page = prev;
   int prev_page = 0;
-  *c0 = prev;
   for (long i = 0; i < n; i++) {
     uint64_t t = stamp(rdtscp, &aux1);
     if (i > 0) put(prev_page ? kWithPage : kPlain, t - prev);
@@ -142,8 +141,7 @@ static int scan(long n, int fd, int rdtscp, uint64_t *c0, uint64_t *c1) {
     }
     for (int k = 0; k < 20; k++) acc += (uint64_t)k * (uint64_t)i;
   }
-  *c1 = stamp(rdtscp, &aux1);
-  put(prev_page ? kWithPage : kPlain, *c1 - prev);
+  put(prev_page ? kWithPage : kPlain, stamp(rdtscp, &aux1) - prev);
   int cpu1 = sched_getcpu();
   if (aux0 != aux1 || cpu0 != cpu1) {
     fprintf(stderr,
@@ -228,12 +226,11 @@ int main(int argc, char **argv) {
    * the recording thresholds. */
   memset(&g, 0, sizeof g);
   for (int k = 0; k < kKinds; k++) g.record_at[k] = UINT64_MAX;
-  uint64_t c0, c1;
   long pass = n / 10 > 10 * kRowsPerPage ? n / 10 : 10 * kRowsPerPage;
-  if (scan(pass, fd, rdtscp, &c0, &c1) != 0) return 2;
+  if (scan(pass, fd, rdtscp) != 0) return 2;
   double med[kKinds], r0 = 0, r1 = 0;
   int runs = 0, complete = 0;
-  double unseen_ns = 0; /* a listed span's excess may have been up to this */
+  double unseen_ns = 0; /* an unlisted span's excess may have been up to this */
   while (runs < 3 && !complete) {
     uint64_t record_at[kKinds];
     for (int k = 0; k < kKinds; k++)
@@ -241,7 +238,7 @@ int main(int argc, char **argv) {
     memset(&g, 0, sizeof g);
     memcpy(g.record_at, record_at, sizeof record_at);
     r0 = mono_raw_ns();
-    if (scan(n, fd, rdtscp, &c0, &c1) != 0) return 2;
+    if (scan(n, fd, rdtscp) != 0) return 2;
     r1 = mono_raw_ns();
     runs++;
     /* every span with an excess over 1 us is listed when no threshold lay
