@@ -26,16 +26,8 @@
 
 #include "doctest/doctest.h"
 #include "tests/support/child.h"
+#include "tests/support/skip.h"
 #include "tickclock.h"
-
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define TCTEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TCTEST_SANITIZED 1
-#endif
 
 namespace {
 // README.md's list, as the kernel names the calls (glibc's open is
@@ -115,8 +107,8 @@ void first_use_filtered(const char *env, bool contend) {
 }  // namespace
 
 TEST_CASE("the first use makes only the system calls README.md lists") {
-#if defined(TCTEST_SANITIZED)
-  MESSAGE("skipped: the sanitizer's runtime makes calls of its own");
+#if defined(TCTEST_ASAN) || defined(TCTEST_TSAN)
+  tctest::skip("README's system calls: the sanitizer's runtime makes calls of its own");
   return;
 #else
   for (const char *env : {"", "system", "tsc", "no-such-source"}) {
@@ -126,7 +118,9 @@ TEST_CASE("the first use makes only the system calls README.md lists") {
       int st = tctest::in_child([env, contend] { first_use_filtered(env, contend); });
       REQUIRE(st != -1);
       if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
-        MESSAGE("skipped: no seccomp filter could be installed here (an emulator, or a sandbox)");
+        tctest::skip(
+            "README's system calls: no seccomp filter could be installed here (an emulator, or a "
+            "sandbox)");
         return;
       }
       CHECK(WIFEXITED(st));
