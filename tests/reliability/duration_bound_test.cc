@@ -93,10 +93,12 @@ void time_line() {
       events++;
     } else if (events == 2 && el_ms >= 9000) {
       tickclock_config sys = {TICKCLOCK_SOURCE_SYSTEM, 0, 0};
-      EXPECT(tickclock_init(&sys) == TICKCLOCK_OK);
-      EXPECT(tickclock_info_get()->source == TICKCLOCK_SOURCE_SYSTEM);
+      // before the switch: a stall between it and these reads would leave
+      // part of the time under the OS clock out of its slew slack
       m_switch = mono_ns();
       r_switch = raw_ns();
+      EXPECT(tickclock_init(&sys) == TICKCLOCK_OK);
+      EXPECT(tickclock_info_get()->source == TICKCLOCK_SOURCE_SYSTEM);
       under_os = 1;
       events++;
     }

@@ -496,8 +496,18 @@ TEST_CASE(
 
 namespace {
 std::atomic<int> g_info_calls(0), g_info_bad(0), g_info_first(0);
+std::atomic<uint64_t> g_info_worst_off(0);  // a re-entry reading outside its system calls, ns
 void info_in_handler(int) {
   int saved = errno;
+  // The lock free (taken and given straight back): the timer fired before
+  // tickclock_init() took it, as where the process stalls between arming
+  // and the call (QEMU user mode on a loaded host). Nothing to judge, and
+  // tickclock_info_get() here would run the first initialisation itself.
+  if (tkc_trylock()) {
+    tkc_unlock();
+    errno = saved;
+    return;
+  }
   if (tkc_g_state == NULL) {  // the first initialisation is running in this thread
     const tickclock_info *i = tickclock_info_get();
     g_info_calls++;
@@ -507,10 +517,13 @@ void info_in_handler(int) {
     bool reentry = i->source_name != nullptr && strcmp(i->source_name, "system") == 0 &&
                    strncmp(i->why, "a signal handler", 16) == 0;
     if (!reentry) g_info_first++;
-    uint64_t t = tickclock_now(), mono = tctest::sys_mono_ns();
-    uint64_t off = t > mono ? t - mono : mono - t;
+    // bracketed by two system calls: a stall between adjacent reads only
+    // widens the bracket
+    uint64_t m0 = tctest::sys_mono_ns(), t = tickclock_now(), m1 = tctest::sys_mono_ns();
+    uint64_t off = t < m0 ? m0 - t : t > m1 ? t - m1 : 0;
+    if (reentry && off > g_info_worst_off.load()) g_info_worst_off.store(off);
     if (i->source_name == nullptr || i->why[0] == '\0' || i->freq_method_name == nullptr ||
-        (reentry && (i->scaled != 0 || off > 50000000u)))
+        (reentry && (i->scaled != 0 || off > 1000000u)))
       g_info_bad++;
   }
   errno = saved;
@@ -536,8 +549,10 @@ TEST_CASE(
         tctest::alarm_every(0, 0);  // disarmed
         fprintf(stderr,
                 "%d handler calls during the first initialisation of %ld ms, a signal every %ld "
-                "us (%d after its state was fixed), %d bad\n",
-                g_info_calls.load(), init_ms, period_us, g_info_first.load(), g_info_bad.load());
+                "us (%d after its state was fixed), %d bad, worst reading %llu ns outside its "
+                "system calls\n",
+                g_info_calls.load(), init_ms, period_us, g_info_first.load(), g_info_bad.load(),
+                (unsigned long long)g_info_worst_off.load());
         EXPECT(g_info_calls.load() > 10);
         EXPECT(g_info_bad.load() == 0);
       },
@@ -800,7 +815,13 @@ TEST_CASE(
         pthread_t t;
         EXPECT(pthread_create(&t, nullptr, reinit_200ms, nullptr) == 0);
         while (g_reinit_started.load() == 0) sleep_ms(1);
-        sleep_ms(20);  // 180 ms of its calibration left, the lock held
+        // until the re-initialisation holds the lock (most of its 200 ms of
+        // calibration left): a thread stalled between the flag and the lock
+        // (QEMU user mode on a loaded host) would leave it free for the fork
+        while (tkc_trylock()) {
+          tkc_unlock();
+          sleep_ms(1);
+        }
         struct timespec a, b;
         clock_gettime(CLOCK_MONOTONIC, &a);
         pid_t pid = fork();  // the fork handlers take the lock: it waits
@@ -833,18 +854,21 @@ TEST_CASE(
         EXPECT(i->unit_hz_num == UINT64_C(1000000000) && i->unit_hz_den == 1);
         if (i->source != TICKCLOCK_SOURCE_SYSTEM)
           EXPECT(i->hz != i->unit_hz);  // the counter's rate
-        struct timespec a, b;
-        clock_gettime(CLOCK_MONOTONIC, &a);
-        uint64_t t0 = tickclock_now();
+        // Two reference reads around each reading: the interval lies between
+        // the inner and the outer reference interval whatever stalls the
+        // process between adjacent reads (QEMU user mode on a loaded host).
+        // Slack: 1000 ppm for the rate's uncertainty plus 1 us.
+        uint64_t a0 = raw_ns(), t0 = tickclock_now(), a1 = raw_ns();
         sleep_ms(10);
-        uint64_t t1 = tickclock_now();
-        clock_gettime(CLOCK_MONOTONIC, &b);
+        uint64_t b0 = raw_ns(), t1 = tickclock_now(), b1 = raw_ns();
         double by_unit = (double)(t1 - t0) / tickclock_info_get()->unit_hz * 1e9;
-        double ref = (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
+        double outer = (double)(b1 - a0), inner = (double)(b0 - a1);
         fprintf(stderr,
-                "after a switch: 10 ms sleep = %.0f ns by unit_hz (hz %.0f, unit_hz %.0f)\n",
-                by_unit, tickclock_info_get()->hz, tickclock_info_get()->unit_hz);
-        EXPECT(by_unit <= ref && by_unit > ref - 2e6);
+                "after a switch: 10 ms sleep = %.0f ns by unit_hz, reference %.0f to %.0f ns "
+                "(hz %.0f, unit_hz %.0f)\n",
+                by_unit, inner, outer, tickclock_info_get()->hz, tickclock_info_get()->unit_hz);
+        EXPECT(by_unit <= outer + outer / 1000 + 1000);
+        EXPECT(by_unit >= inner - inner / 1000 - 1000);
       },
       20));
   check_clean(in_child(
