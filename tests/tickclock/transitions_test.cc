@@ -43,13 +43,6 @@
 extern "C" const char *__tsan_default_options() { return "report_thread_leaks=0"; }
 #endif
 
-#define SKIP_CHILD(why)                     \
-  do {                                      \
-    printf("TICKCLOCK_SKIPPED: %s\n", why); \
-    fflush(stdout);                         \
-    _exit(77);                              \
-  } while (0)
-
 #if defined(TKC_ARCH_COUNTER)
 #define TKC_ARCH_COUNTER_OR_SYSTEM TKC_ARCH_COUNTER
 #else
@@ -583,7 +576,8 @@ namespace {
 // system call.
 std::atomic<int> g_handler_calls(0), g_handler_during_init(0), g_handler_bad(0);
 std::atomic<int> g_handler_far(0), g_handler_busy(0), g_handler_not_busy(0);
-std::atomic<int> g_handler_outside(0);  // fired while no initialisation held the lock
+std::atomic<int> g_handler_outside(0);  // fired before the phase's initialisation held the lock
+std::atomic<int> g_seen_held(0);        // a handler saw the phase's initialisation hold it
 std::atomic<long long> g_handler_worst_off(0);
 std::atomic<int> g_phase(0);  // 1: the first initialisation, 2: a re-initialisation
 std::atomic<unsigned long long> g_phase_start(0);
@@ -615,9 +609,16 @@ bool lock_free_here() {
 
 void on_alarm(int) {
   int saved = errno;
-  bool outside_init = g_phase.load() != 0 && lock_free_here();
-  if (outside_init) g_handler_outside++;
-  if (outside_init && tkc_g_state == NULL) {  // a read here would run the first initialisation
+  bool free_lock = g_phase.load() != 0 && lock_free_here();
+  if (g_phase.load() != 0 && !free_lock) g_seen_held = 1;
+  // Free before the phase's initialisation was seen holding the lock: it
+  // has not taken it yet. Free after: it let go of it (judged below).
+  bool before_init = free_lock && g_seen_held.load() == 0;
+  if (before_init) g_handler_outside++;
+  if (free_lock && tkc_g_state == NULL) {
+    // a read here would run the first initialisation in the handler; a
+    // first initialisation that let go of its lock with no state is wrong
+    if (!before_init && g_phase.load() == 1) g_handler_not_busy++;
     errno = saved;
     return;
   }
@@ -628,8 +629,8 @@ void on_alarm(int) {
   uint64_t r = sys_ns();
   if (tickclock_delta_ns(a, b) < 0) g_handler_bad++;
   g_handler_calls++;
-  if (outside_init) {
-    // no initialisation to judge
+  if (before_init) {
+    // no initialisation to judge yet
   } else if (g_phase.load() == 1 && during) {
     // its reads come straight from CLOCK_MONOTONIC, in nanoseconds
     if (g_handler_during_init++ == 0) {
@@ -681,6 +682,7 @@ TEST_CASE("a signal handler during an initialisation reads the system clock and 
   check_clean(in_child([] {
     tctest::handle_alarm(on_alarm, SA_RESTART);
     tickclock_config cfg = {TKC_ARCH_COUNTER_OR_SYSTEM, 200, 0};
+    g_seen_held = 0;
     g_phase = 1;
     arm_timer_after_20ms();
     int rc = tickclock_init(&cfg);  // the first initialisation, interrupted repeatedly
@@ -707,6 +709,7 @@ TEST_CASE("a signal handler during an initialisation reads the system clock and 
     g_unit_slack = (long long)(r - r_before);
     int busy_before = g_handler_busy.load();
     g_phase_start = sys_ns();
+    g_seen_held = 0;
     g_phase = 2;
     arm_timer_after_20ms();
     rc = tickclock_init(&cfg);
