@@ -718,7 +718,7 @@ TEST_CASE("a signal handler during an initialisation reads the system clock and 
     EXPECT(rc == TICKCLOCK_OK);
     fprintf(stderr,
             "%d handler calls, %d during the first initialisation, %d inside the "
-            "re-initialisation, %d while no initialisation held the lock; worst handler read "
+            "re-initialisation, %d before an initialisation held the lock; worst handler read "
             "outside its system calls %lld ns; EBUSY %d, not %d\n",
             g_handler_calls.load(), first_calls, g_handler_busy.load() - busy_before,
             g_handler_outside.load(), g_handler_worst_off.load(), g_handler_busy.load(),
