@@ -55,11 +55,7 @@ using tctest::in_child;
 using tctest::sleep_ms;
 
 namespace {
-uint64_t raw_ns() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+uint64_t raw_ns() { return tctest::clock_ns(CLOCK_MONOTONIC_RAW); }
 
 // How the counter-path cases get the TSC in use here (see counter_plan).
 const tctest::CounterPlan &plan() {
@@ -877,14 +873,9 @@ TEST_CASE(
         // the counter's rate against 1 GHz.
         clockid_t ref =
             i->source == TICKCLOCK_SOURCE_SYSTEM ? CLOCK_MONOTONIC : CLOCK_MONOTONIC_RAW;
-        auto ref_ns = [ref] {
-          struct timespec ts;
-          clock_gettime(ref, &ts);
-          return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-        };
-        uint64_t a0 = ref_ns(), t0 = tickclock_now(), a1 = ref_ns();
+        uint64_t a0 = tctest::clock_ns(ref), t0 = tickclock_now(), a1 = tctest::clock_ns(ref);
         sleep_ms(10);
-        uint64_t b0 = ref_ns(), t1 = tickclock_now(), b1 = ref_ns();
+        uint64_t b0 = tctest::clock_ns(ref), t1 = tickclock_now(), b1 = tctest::clock_ns(ref);
         double by_unit = (double)(t1 - t0) / tickclock_info_get()->unit_hz * 1e9;
         double outer = (double)(b1 - a0), inner = (double)(b0 - a1);
         fprintf(stderr,

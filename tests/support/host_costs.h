@@ -58,6 +58,14 @@ inline uint64_t sys_mono_ns() {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+// A clock through clock_gettime (the vDSO where there is one), in ns: the
+// reference a test brackets the library's readings with.
+inline uint64_t clock_ns(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 namespace host_costs_detail {
 inline double mono_ns() {
   struct timespec ts;

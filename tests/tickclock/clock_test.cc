@@ -17,6 +17,7 @@
 #include "doctest/doctest.h"
 #include "internal.h"
 #include "tickclock.h"
+#include "tests/support/host_costs.h"
 #include "tests/support/skip.h"
 #include "tests/support/sysclock_ref.h"
 
@@ -82,13 +83,8 @@ void wait_for_turn(const std::atomic<int> &turn, int want) {
   }
 }
 
-uint64_t clock_ns(clockid_t id) {
-  struct timespec ts;
-  clock_gettime(id, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-uint64_t raw_ns() { return clock_ns(CLOCK_MONOTONIC_RAW); }
-uint64_t mono_ns() { return clock_ns(CLOCK_MONOTONIC); }
+uint64_t raw_ns() { return tctest::clock_ns(CLOCK_MONOTONIC_RAW); }
+uint64_t mono_ns() { return tctest::clock_ns(CLOCK_MONOTONIC); }
 
 }  // namespace
 
